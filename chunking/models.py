@@ -1,0 +1,68 @@
+"""Plain data of the chunking stage."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+
+from corpusflow.settings import ChunkSettings
+
+# Bump when the chunk output for the same input and settings changes.
+CHUNKER_VERSION = "1"
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    chunk_id: str
+    doc_id: str
+    parent_id: str
+    position: int
+    text: str  # the chunk as written in the document
+    context: str  # situating prefix ("" when contextual retrieval is off)
+    heading_path: tuple[str, ...]
+    page_numbers: tuple[int, ...]
+    n_tokens: int
+
+    @property
+    def embed_text(self) -> str:
+        """What is embedded and keyword-indexed: context + text."""
+        return f"{self.context}\n\n{self.text}" if self.context else self.text
+
+
+@dataclass(frozen=True, slots=True)
+class Parent:
+    parent_id: str
+    doc_id: str
+    text: str
+    heading_path: tuple[str, ...]
+    page_numbers: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkSet:
+    children: tuple[Chunk, ...]
+    parents: tuple[Parent, ...]
+
+
+def stable_id(*parts: object) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(str(part).encode())
+        h.update(b"\x1f")
+    return h.hexdigest()[:32]
+
+
+def chunker_fingerprint(settings: ChunkSettings, max_tokens: int, tokenizer_id: str) -> str:
+    blob = json.dumps(
+        {
+            "version": CHUNKER_VERSION,
+            "max_tokens": max_tokens,
+            "merge_peers": settings.merge_peers,
+            "parent_max_tokens": settings.parent_max_tokens,
+            "contextual": settings.contextual,
+            "tokenizer": tokenizer_id,
+        },
+        sort_keys=True,
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]

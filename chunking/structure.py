@@ -1,0 +1,179 @@
+"""Structure-aware chunking with docling-core's HybridChunker, plus parents and context."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from chunking.models import Chunk, ChunkSet, Parent, stable_id
+from corpusflow.settings import ChunkSettings
+from parsers.models import ParsedDocument
+
+_SENTENCE = re.compile(r"(.+?[.!?。！？])(\s|$)", re.S)
+
+
+class TokenCounter:
+    """Counts tokens with the embedding model's own tokenizer."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+
+    def count(self, text: str) -> int:
+        return len(self.tokenizer.encode(text, add_special_tokens=False))
+
+    def truncate(self, text: str, max_tokens: int) -> str:
+        ids = self.tokenizer.encode(text, add_special_tokens=False)
+        if len(ids) <= max_tokens:
+            return text
+        return str(self.tokenizer.decode(ids[:max_tokens], skip_special_tokens=True)).strip()
+
+
+def _first_sentence(text: str, limit: int = 200) -> str:
+    text = " ".join(text.split())
+    match = _SENTENCE.match(text)
+    sentence = match.group(1) if match else text
+    return sentence[:limit]
+
+
+def _context_budget(max_tokens: int, settings: ChunkSettings) -> int:
+    if settings.contextual == "none":
+        return 0
+    return max(16, min(96, max_tokens // 4))
+
+
+def deterministic_context(title: str, headings: tuple[str, ...], section_text: str) -> str:
+    """Title + heading path + the section's first sentence: a context with no LLM."""
+    parts = [title.strip()] if title.strip() else []
+    crumbs = [h for h in headings if h.strip() and h.strip() != title.strip()]
+    if crumbs:
+        parts.append(" > ".join(crumbs))
+    summary = _first_sentence(section_text)
+    head = ". ".join(parts)
+    if summary and summary not in head:
+        return f"{head}. {summary}" if head else summary
+    return head
+
+
+def chunk_document(
+    parsed: ParsedDocument,
+    doc_id: str,
+    tokenizer: Any,
+    max_tokens: int,
+    settings: ChunkSettings,
+) -> ChunkSet:
+    """Children within ``max_tokens`` (embed text included) and their parent sections."""
+    from docling_core.transforms.chunker.hybrid_chunker import HybridChunker
+    from docling_core.transforms.chunker.tokenizer.huggingface import HuggingFaceTokenizer
+
+    counter = TokenCounter(tokenizer)
+    budget = _context_budget(max_tokens, settings)
+    # Headings are carried in heading_path and the context prefix; the chunker's
+    # own limit leaves room for the prefix so the embedded text fits the model.
+    chunker = HybridChunker(
+        tokenizer=HuggingFaceTokenizer(tokenizer=tokenizer, max_tokens=max_tokens - budget),
+        merge_peers=settings.merge_peers,
+        repeat_table_header=True,
+    )
+    doc = parsed.to_docling()
+    raw: list[tuple[str, tuple[str, ...], tuple[int, ...]]] = []
+    for dchunk in chunker.chunk(dl_doc=doc):
+        text = dchunk.text.strip()
+        if not text:
+            continue
+        headings = tuple(h.strip() for h in (dchunk.meta.headings or []) if h and h.strip())
+        pages = sorted(
+            {p.page_no for item in dchunk.meta.doc_items for p in getattr(item, "prov", [])}
+        )
+        raw.append((text, headings, tuple(pages)))
+    # HybridChunker counts text + headings; we embed context + text, so recheck.
+    fixed: list[tuple[str, tuple[str, ...], tuple[int, ...]]] = []
+    for text, headings, pages in raw:
+        if counter.count(text) > max_tokens - budget:
+            fixed.extend((piece, headings, pages) for piece in _split_tokens(text, counter, max_tokens - budget))
+        else:
+            fixed.append((text, headings, pages))
+
+    # Parents: consecutive children of one section, up to parent_max_tokens each.
+    sections: list[list[int]] = []
+    for idx, (_text, headings, _pages) in enumerate(fixed):
+        if sections and fixed[sections[-1][-1]][1] == headings:
+            sections[-1].append(idx)
+        else:
+            sections.append([idx])
+    parent_of: dict[int, Parent] = {}
+    parents: list[Parent] = []
+    for s_no, members in enumerate(sections):
+        window: list[int] = []
+        used = 0
+        windows: list[list[int]] = []
+        for idx in members:
+            n = counter.count(fixed[idx][0])
+            if window and used + n > settings.parent_max_tokens:
+                windows.append(window)
+                window, used = [], 0
+            window.append(idx)
+            used += n
+        if window:
+            windows.append(window)
+        for w_no, win in enumerate(windows):
+            text = "\n\n".join(fixed[i][0] for i in win)
+            headings = fixed[win[0]][1]
+            pages = tuple(sorted({p for i in win for p in fixed[i][2]}))
+            parent = Parent(
+                parent_id=stable_id(doc_id, "parent", s_no, w_no, text),
+                doc_id=doc_id,
+                text=text,
+                heading_path=headings,
+                page_numbers=pages,
+            )
+            parents.append(parent)
+            for i in win:
+                parent_of[i] = parent
+
+    children: list[Chunk] = []
+    for pos, (text, headings, pages) in enumerate(fixed):
+        parent = parent_of[pos]
+        context = ""
+        if budget:
+            context = counter.truncate(
+                deterministic_context(parsed.title, headings, parent.text), budget
+            )
+        children.append(
+            Chunk(
+                chunk_id=stable_id(doc_id, pos, context, text),
+                doc_id=doc_id,
+                parent_id=parent.parent_id,
+                position=pos,
+                text=text,
+                context=context,
+                heading_path=headings,
+                page_numbers=pages,
+                n_tokens=counter.count(f"{context}\n\n{text}" if context else text),
+            )
+        )
+    return ChunkSet(children=tuple(children), parents=tuple(parents))
+
+
+def _split_tokens(text: str, counter: TokenCounter, max_tokens: int) -> list[str]:
+    """Last resort for an over-long piece: split at sentence ends, then at token windows."""
+    pieces: list[str] = []
+    current = ""
+    for sentence in re.split(r"(?<=[.!?。！？])\s+", text):
+        candidate = f"{current} {sentence}".strip()
+        if counter.count(candidate) <= max_tokens:
+            current = candidate
+            continue
+        if current:
+            pieces.append(current)
+        if counter.count(sentence) <= max_tokens:
+            current = sentence
+        else:
+            ids = counter.tokenizer.encode(sentence, add_special_tokens=False)
+            for start in range(0, len(ids), max_tokens):
+                pieces.append(
+                    counter.tokenizer.decode(ids[start : start + max_tokens], skip_special_tokens=True)
+                )
+            current = ""
+    if current:
+        pieces.append(current)
+    return [p for p in pieces if p.strip()]

@@ -1,0 +1,251 @@
+"""The `corpusflow` command line. Its commands and flags are a stable contract."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from corpusflow.runtime import configure_environment
+
+app = typer.Typer(
+    name="corpusflow",
+    help="Ingest document corpora into versioned LanceDB tables of embedded chunks.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+DbOpt = Annotated[
+    str | None, typer.Option("--db", help="LanceDB directory or URI (default: storage.db).")
+]
+ConfigOpt = Annotated[
+    Path | None, typer.Option("--config", help="TOML settings file.", exists=False)
+]
+CollectionOpt = Annotated[
+    str | None, typer.Option("--collection", help="Collection name (default: storage.collection).")
+]
+
+
+def _settings(
+    config: Path | None,
+    db: str | None = None,
+    model: str | None = None,
+    collection: str | None = None,
+) -> Any:
+    from corpusflow.settings import load_settings
+
+    overrides: dict[str, Any] = {}
+    if db:
+        overrides.setdefault("storage", {})["db"] = db
+    if collection:
+        overrides.setdefault("storage", {})["collection"] = collection
+    if model:
+        overrides.setdefault("embed", {})["model"] = model
+    try:
+        return load_settings(config, overrides)
+    except Exception as exc:
+        _fail(f"invalid configuration: {exc}")
+
+
+def _fail(message: str, code: int = 2) -> Any:
+    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
+    raise typer.Exit(code)
+
+
+def _print_report(report: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    table = Table(title=f"refresh {report['run_id']} of collection {report['collection']!r}")
+    for col in ("new", "changed", "unchanged", "deleted", "failed", "chunks written"):
+        table.add_column(col, justify="right")
+    table.add_row(
+        str(report["new"]),
+        str(report["changed"] + report["retried"] + report["rechunked"]),
+        str(report["unchanged"]),
+        str(report["deleted"]),
+        str(report["failed"]),
+        str(report["chunks_written"]),
+    )
+    console.print(table)
+    if report["retried"] or report["rechunked"]:
+        console.print(
+            f"changed includes {report['retried']} retried failures and "
+            f"{report['rechunked']} re-chunked for new settings"
+        )
+    console.print(
+        f"table {report['chunk_table']} version {report['chunk_table_version']} · "
+        f"model {report['model']} · elapsed {report['elapsed_s']:.1f}s"
+    )
+    stages = ", ".join(f"{k} {v:.1f}s" for k, v in report["stage_s"].items())
+    if stages:
+        console.print(f"stages: {stages}")
+    if report["failures"]:
+        console.print(f"[bold red]{len(report['failures'])} document(s) failed:[/]")
+        for f in report["failures"]:
+            console.print(f"  {f['path']}: [{f['category']}] {f['message']}", markup=False)
+
+
+@app.command()
+def ingest(
+    source: Annotated[str, typer.Argument(help="Directory of documents to ingest.")],
+    db: DbOpt = None,
+    model: Annotated[
+        str | None,
+        typer.Option("--model", help="Embedding model: minilm (default), bge-m3, HF id or local dir."),
+    ] = None,
+    config: ConfigOpt = None,
+    collection: CollectionOpt = None,
+    force_delete: Annotated[
+        bool, typer.Option("--force-delete", help="Override the deletion guard.")
+    ] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the run report as JSON.")] = False,
+) -> None:
+    """Run the refresh flow: parse, chunk, embed and index what changed in SOURCE."""
+    settings = _settings(config, db, model, collection)
+    configure_environment()
+    from corpusflow.errors import ConfigurationError, CorpusflowError
+
+    try:
+        from flows.refresh import refresh_flow
+
+        report = refresh_flow(source, settings.model_dump_json(), force_delete=force_delete)
+    except ConfigurationError as exc:
+        _fail(str(exc))
+    except CorpusflowError as exc:
+        _fail(str(exc), code=1)
+    if json_out:
+        typer.echo(json.dumps(report, indent=2, default=str))
+    else:
+        _print_report(report)
+
+
+@app.command("retry-failed")
+def retry_failed(
+    source: Annotated[str, typer.Argument(help="The source directory of the collection.")],
+    db: DbOpt = None,
+    config: ConfigOpt = None,
+    collection: CollectionOpt = None,
+) -> None:
+    """Reprocess only the documents in failed or quarantined state."""
+    settings = _settings(config, db, None, collection)
+    configure_environment()
+    from corpusflow.errors import CorpusflowError
+    from flows.refresh import refresh_flow
+
+    try:
+        report = refresh_flow(source, settings.model_dump_json(), only_failed=True)
+    except CorpusflowError as exc:
+        _fail(str(exc))
+    _print_report(report)
+
+
+@app.command()
+def parse(
+    file: Annotated[Path, typer.Argument(help="The file to parse.")],
+    config: ConfigOpt = None,
+    isolated: Annotated[
+        bool, typer.Option("--isolated/--inline", help="Parse in a killable child process.")
+    ] = True,
+) -> None:
+    """Print the parsed Markdown of FILE to stdout."""
+    settings = _settings(config)
+    configure_environment()
+    from parsers import ParseError, ParserPool, parse_file
+
+    if not file.is_file():
+        _fail(f"no such file: {file}")
+    try:
+        if isolated:
+            with ParserPool(settings.parse) as pool:
+                doc = pool.parse(file)
+        else:
+            doc = parse_file(file, settings.parse)
+    except ParseError as exc:
+        _fail(f"{file}: [{exc.category.value}] {exc.message}", code=1)
+    sys.stdout.write(doc.markdown.rstrip() + "\n")
+    typer.secho(
+        f"[{doc.format} · {doc.parser} · {doc.page_count} page(s) · {doc.status}]", err=True, dim=True
+    )
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help="What to search for.")],
+    db: DbOpt = None,
+    k: Annotated[int, typer.Option("-k", "--k", help="Number of results.")] = 5,
+    json_out: Annotated[bool, typer.Option("--json", help="Print results as JSON.")] = False,
+    config: ConfigOpt = None,
+    collection: CollectionOpt = None,
+) -> None:
+    """Top-k chunks for QUERY with score, source path, heading path and pages."""
+    settings = _settings(config, db, None, collection)
+    configure_environment()
+    from corpusflow.api import search as do_search
+    from corpusflow.errors import CorpusflowError
+
+    try:
+        hits = do_search(query, settings, k=k)
+    except CorpusflowError as exc:
+        _fail(str(exc))
+    if json_out:
+        typer.echo(json.dumps(hits, indent=2, ensure_ascii=False))
+        return
+    if not hits:
+        typer.echo("no results")
+    for h in hits:
+        pages = ",".join(map(str, h["page_numbers"])) or "-"
+        heading = " > ".join(h["heading_path"]) or "-"
+        typer.secho(f"#{h['rank']}  score {h['score']:.3f}  {h['path']}  p.{pages}", bold=True)
+        typer.echo(f"    {heading}")
+        snippet = " ".join(h["text"].split())
+        typer.echo(f"    {snippet[:300]}{'…' if len(snippet) > 300 else ''}")
+
+
+@app.command()
+def status(
+    db: DbOpt = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print status as JSON.")] = False,
+    config: ConfigOpt = None,
+    collection: CollectionOpt = None,
+) -> None:
+    """Documents by status, active table and model, table version, last run."""
+    settings = _settings(config, db, None, collection)
+    configure_environment()
+    from corpusflow.api import status as get_status
+
+    info = get_status(settings)
+    if json_out:
+        typer.echo(json.dumps(info, indent=2, default=str))
+        return
+    typer.echo(f"database    {info['db']}  collection {info['collection']}")
+    docs = ", ".join(f"{k} {v}" for k, v in sorted(info["documents"].items())) or "none"
+    typer.echo(f"documents   {docs}")
+    if info["active_table"]:
+        m = info["model"]
+        typer.echo(f"active      {info['active_table']} (version {info['table_version']}, {info['rows']} rows)")
+        typer.echo(f"model       {m['model_id']} fingerprint {m['fingerprint']} dim {m['dim']}")
+    else:
+        typer.echo("active      none (run `corpusflow ingest`)")
+    run = info["last_run"]
+    if run:
+        typer.echo(
+            f"last run    {run['run_id']} {run['kind']} {run['status']} at {run['finished_at']}: "
+            f"new {run['new']}, changed {run['changed']}, unchanged {run['unchanged']}, "
+            f"deleted {run['deleted']}, failed {run['failed']}, chunks {run['chunks_written']}"
+        )
+    for f in info["failed_documents"]:
+        typer.echo(f"{f['status']:11s} {f['path']}: [{f['category']}] {f['message']}")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

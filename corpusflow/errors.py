@@ -1,0 +1,60 @@
+"""Errors shared by every stage.
+
+A document-level failure carries a category (what the operator triages by) and
+whether retrying can help (transient) or not (terminal). Stage packages raise
+subclasses; the flow records the category in the ledger and in the Prefect UI.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Category(StrEnum):
+    UNSUPPORTED = "unsupported"
+    ENCRYPTED = "encrypted"
+    CORRUPT = "corrupt"
+    TIMEOUT = "timeout"
+    OUT_OF_MEMORY = "out_of_memory"
+    CRASHED = "crashed"
+    EMPTY = "empty"
+    TOO_LARGE = "too_large"
+    SOURCE_CHANGED = "source_changed"
+    EMBEDDING = "embedding"
+    INTERNAL = "internal"
+
+
+# Categories where a retry of the same bytes cannot succeed.
+TERMINAL_CATEGORIES = frozenset(
+    {
+        Category.UNSUPPORTED,
+        Category.ENCRYPTED,
+        Category.CORRUPT,
+        Category.EMPTY,
+        Category.TOO_LARGE,
+    }
+)
+
+
+class CorpusflowError(Exception):
+    """Base of all corpusflow errors."""
+
+
+class DocumentError(CorpusflowError):
+    """One document failed; the run goes on."""
+
+    def __init__(self, category: Category | str, message: str) -> None:
+        self.category = Category(category)
+        self.message = message
+        super().__init__(f"[{self.category.value}] {message}")
+
+    @property
+    def terminal(self) -> bool:
+        return self.category in TERMINAL_CATEGORIES
+
+    def __reduce__(self) -> tuple[type[DocumentError], tuple[str, str]]:
+        return (type(self), (self.category.value, self.message))
+
+
+class ConfigurationError(CorpusflowError):
+    """The run cannot start: a setting is wrong or a resource is unreachable."""

@@ -1,0 +1,366 @@
+"""The refresh as plain functions: plan, process one document, write a batch.
+
+Flows call these; so can tests and scripts, without Prefect. Each function uses
+the stage packages only through their public interfaces.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from chunking import ChunkSet, chunker_fingerprint
+from corpusflow.errors import TERMINAL_CATEGORIES, Category, ConfigurationError, DocumentError
+from corpusflow.settings import Settings
+from embedding import Embedder, ModelSpec, embed_texts
+from parsers import ParsedDocument, parser_fingerprint
+from sources import LocalSource, SourceFile
+from storage import Store
+
+
+class DeletionGuardError(ConfigurationError):
+    """A run would delete too large a share of the index (the source probably vanished)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Fingerprints:
+    parser: str
+    chunker: str
+    model: str
+    max_tokens: int
+
+    @classmethod
+    def of(cls, settings: Settings, spec: ModelSpec) -> Fingerprints:
+        max_tokens = chunk_max_tokens(settings, spec)
+        return cls(
+            parser=parser_fingerprint(settings.parse),
+            chunker=chunker_fingerprint(settings.chunk, max_tokens, spec.model_id + spec.revision),
+            model=spec.fingerprint,
+            max_tokens=max_tokens,
+        )
+
+
+def chunk_max_tokens(settings: Settings, spec: ModelSpec) -> int:
+    configured = settings.chunk.max_tokens or spec.max_length
+    return min(configured, spec.max_length)
+
+
+@dataclass(slots=True)
+class WorkItem:
+    file: SourceFile
+    sha256: str
+    reason: str  # new | changed | retry | rechunk
+    attempts: int = 0
+
+
+@dataclass(slots=True)
+class Plan:
+    work: list[WorkItem] = field(default_factory=list)
+    unchanged: list[SourceFile] = field(default_factory=list)
+    touched: list[dict[str, Any]] = field(default_factory=list)  # unchanged, mtime refreshed
+    deleted: list[dict[str, Any]] = field(default_factory=list)
+    listed: int = 0
+
+    def count(self, reason: str) -> int:
+        return sum(1 for w in self.work if w.reason == reason)
+
+
+def plan_changes(
+    source: LocalSource,
+    store: Store,
+    settings: Settings,
+    fps: Fingerprints,
+    force_delete: bool = False,
+    only_failed: bool = False,
+) -> Plan:
+    """Compare the source listing with the ledger."""
+    ledger = store.ledger()
+    plan = Plan()
+    seen: set[str] = set()
+    for f in source.list():
+        plan.listed += 1
+        seen.add(f.doc_id)
+        row = ledger.get(f.doc_id)
+        live = row is not None and row["status"] != "deleted"
+        if only_failed and not (live and row and row["status"] == "failed"):
+            continue
+        if not live or row is None:
+            plan.work.append(WorkItem(f, "", "new"))
+            continue
+        same_stat = row["size"] == f.size and row["mtime"] == f.mtime
+        if settings.source.hash_shortcut and same_stat and row["content_sha256"]:
+            sha = row["content_sha256"]
+        else:
+            try:
+                sha = source.sha256(f.location)
+            except OSError:
+                sha = ""
+        if row["status"] in ("failed", "quarantined"):
+            # A terminal failure or a quarantined file is skipped until its bytes change.
+            stuck = row["status"] == "quarantined" or row["error_category"] in TERMINAL_CATEGORIES
+            if stuck and row["content_sha256"] and sha == row["content_sha256"] and not only_failed:
+                plan.unchanged.append(f)
+            else:
+                plan.work.append(WorkItem(f, sha, "retry", attempts=row["attempts"] or 0))
+        elif not row["content_sha256"] or sha != row["content_sha256"]:
+            plan.work.append(WorkItem(f, sha, "changed"))
+        elif (row["parser_fingerprint"], row["chunker_fingerprint"], row["model_fingerprint"]) != (
+            fps.parser,
+            fps.chunker,
+            fps.model,
+        ):
+            plan.work.append(WorkItem(f, sha, "rechunk"))
+        else:
+            plan.unchanged.append(f)
+            if not same_stat:
+                plan.touched.append(row | {"size": f.size, "mtime": f.mtime})
+    if not only_failed:
+        plan.deleted = [r for d, r in ledger.items() if d not in seen and r["status"] != "deleted"]
+        indexed = sum(1 for r in ledger.values() if r["status"] == "indexed")
+        limit = max(1, int(settings.storage.max_delete_fraction * indexed))
+        if len(plan.deleted) > limit and not force_delete:
+            raise DeletionGuardError(
+                f"refusing to delete {len(plan.deleted)} of {indexed} indexed documents "
+                f"(more than storage.max_delete_fraction={settings.storage.max_delete_fraction:g}); "
+                f"is the source {source.root} mounted? Re-run with --force-delete if intended."
+            )
+    return plan
+
+
+@dataclass(slots=True)
+class Processed:
+    """A document parsed and chunked, ready to embed."""
+
+    item: WorkItem
+    parsed: ParsedDocument
+    chunks: ChunkSet
+    from_cache: bool
+
+
+def parse_document(
+    item: WorkItem, store: Store, settings: Settings, fps: Fingerprints, parse: Callable[[str], ParsedDocument]
+) -> tuple[ParsedDocument, bool]:
+    """ParsedDocument from the parse cache, else from ``parse`` (cached afterwards)."""
+    f = item.file
+    if f.size > settings.source.max_file_size_mb * 1024 * 1024:
+        raise DocumentError(
+            Category.TOO_LARGE,
+            f"{f.size / 2**20:.1f} MiB exceeds source.max_file_size_mb={settings.source.max_file_size_mb:g}",
+        )
+    if not item.sha256:
+        try:
+            item.sha256 = LocalSource.sha256(f.location)
+        except FileNotFoundError as exc:
+            raise DocumentError(Category.SOURCE_CHANGED, "file vanished after listing") from exc
+    cached = store.get_parsed(item.sha256, fps.parser)
+    if cached is not None:
+        return ParsedDocument.from_json(cached), True
+    parsed = parse(f.location)
+    # The file may have changed while it was parsed: never index bytes we did not hash.
+    try:
+        after = LocalSource.sha256(f.location)
+    except FileNotFoundError as exc:
+        raise DocumentError(Category.SOURCE_CHANGED, "file vanished while it was parsed") from exc
+    if after != item.sha256:
+        raise DocumentError(
+            Category.SOURCE_CHANGED, "file changed while it was parsed; it is retried next run"
+        )
+    store.put_parsed([(item.sha256, fps.parser, parsed.to_json())])
+    return parsed, False
+
+
+def chunk_parsed(
+    item: WorkItem, parsed: ParsedDocument, tokenizer: Any, settings: Settings, fps: Fingerprints
+) -> ChunkSet:
+    from chunking import chunk_document
+
+    chunks = chunk_document(parsed, item.file.doc_id, tokenizer, fps.max_tokens, settings.chunk)
+    if not chunks.children:
+        raise DocumentError(Category.EMPTY, "document produced no chunks")
+    return chunks
+
+
+def ledger_row(
+    item: WorkItem,
+    fps: Fingerprints,
+    status: str,
+    parsed: ParsedDocument | None = None,
+    chunk_count: int = 0,
+    error: DocumentError | None = None,
+) -> dict[str, Any]:
+    f = item.file
+    return {
+        "doc_id": f.doc_id,
+        "path": f.rel_path,
+        # The hash is the commit marker: written only with status indexed.
+        "content_sha256": item.sha256 if status == "indexed" else None,
+        "size": f.size,
+        "mtime": f.mtime,
+        "status": status,
+        "error_category": error.category.value if error else None,
+        "error_message": error.message if error else None,
+        "attempts": 0 if status == "indexed" else item.attempts + 1,
+        "format": parsed.format if parsed else None,
+        "title": parsed.title if parsed else None,
+        "page_count": parsed.page_count if parsed else None,
+        "parser": parsed.parser if parsed else None,
+        "parser_fingerprint": fps.parser if status == "indexed" else None,
+        "chunker_fingerprint": fps.chunker if status == "indexed" else None,
+        "model_fingerprint": fps.model if status == "indexed" else None,
+        "chunk_count": chunk_count,
+        "metadata_json": json.dumps(parsed.metadata if parsed else {}),
+    }
+
+
+def write_batch(
+    batch: Sequence[Processed],
+    store: Store,
+    embedder: Embedder,
+    settings: Settings,
+    fps: Fingerprints,
+    on_progress: Callable[[int], None] | None = None,
+) -> tuple[int, int]:
+    """Embed a batch of documents and commit their chunks, then their ledger rows.
+
+    Returns (chunks written, chunk table version).
+    """
+    spec = embedder.spec
+    children = [c for p in batch for c in p.chunks.children]
+    vectors = embed_texts(
+        embedder,
+        [c.chunk_id for c in children],
+        [c.embed_text for c in children],
+        settings.embed.batch_size,
+        checkpoint=store.checkpoint(spec.table_suffix, spec.dim),
+        checkpoint_every=settings.embed.checkpoint_every,
+        on_progress=on_progress,
+    )
+    manifest = json.dumps(
+        {"parser": fps.parser, "chunker": fps.chunker, "model": spec.to_dict()}, sort_keys=True
+    )
+    chunk_rows: list[dict[str, Any]] = []
+    parent_rows: list[dict[str, Any]] = []
+    for p in batch:
+        meta = json.dumps(p.parsed.metadata)
+        for c in p.chunks.children:
+            dense, sparse = vectors[c.chunk_id]
+            chunk_rows.append(
+                {
+                    "chunk_id": c.chunk_id,
+                    "doc_id": c.doc_id,
+                    "parent_id": c.parent_id,
+                    "position": c.position,
+                    "text": c.text,
+                    "context": c.context,
+                    "embed_text": c.embed_text,
+                    "heading_path": list(c.heading_path),
+                    "page_numbers": list(c.page_numbers),
+                    "path": p.item.file.rel_path,
+                    "title": p.parsed.title,
+                    "format": p.parsed.format,
+                    "metadata_json": meta,
+                    "n_tokens": c.n_tokens,
+                    "vector": dense.tolist(),
+                    "sparse_ids": list(sparse.keys()) if sparse is not None else None,
+                    "sparse_weights": list(sparse.values()) if sparse is not None else None,
+                    "manifest_json": manifest,
+                }
+            )
+        parent_rows.extend(
+            {
+                "parent_id": par.parent_id,
+                "doc_id": par.doc_id,
+                "text": par.text,
+                "heading_path": list(par.heading_path),
+                "page_numbers": list(par.page_numbers),
+            }
+            for par in p.chunks.parents
+        )
+    version = store.replace_documents(
+        spec.table_suffix,
+        spec.dim,
+        [p.item.file.doc_id for p in batch],
+        chunk_rows,
+        parent_rows,
+    )
+    # Only now that the chunks are committed does the ledger record the new hash.
+    store.upsert_ledger(
+        [ledger_row(p.item, fps, "indexed", p.parsed, len(p.chunks.children)) for p in batch]
+    )
+    return len(chunk_rows), version
+
+
+def record_failures(
+    failures: Iterable[tuple[WorkItem, DocumentError]],
+    store: Store,
+    fps: Fingerprints,
+    quarantine_after: int,
+) -> None:
+    rows = []
+    for item, err in failures:
+        quarantine = item.attempts + 1 >= quarantine_after
+        row = ledger_row(item, fps, "quarantined" if quarantine else "failed", error=err)
+        if quarantine or err.terminal:
+            # Remember which bytes failed so they are not retried until they change.
+            row["content_sha256"] = item.sha256 or None
+        rows.append(row)
+    store.upsert_ledger(rows)
+
+
+def record_deletions(deleted: Sequence[dict[str, Any]], store: Store, suffix: str) -> None:
+    if not deleted:
+        return
+    store.delete_documents(suffix, [r["doc_id"] for r in deleted])
+    store.upsert_ledger(
+        [r | {"status": "deleted", "content_sha256": None, "chunk_count": 0} for r in deleted]
+    )
+
+
+@dataclass(slots=True)
+class RunReport:
+    run_id: str
+    collection: str
+    new: int = 0
+    changed: int = 0
+    retried: int = 0
+    rechunked: int = 0
+    unchanged: int = 0
+    deleted: int = 0
+    failed: int = 0
+    chunks_written: int = 0
+    chunk_table: str = ""
+    chunk_table_version: int | None = None
+    model: str = ""
+    elapsed_s: float = 0.0
+    stage_s: dict[str, float] = field(default_factory=dict)
+    failures: list[dict[str, str]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__slots__}  # type: ignore[attr-defined]
+
+
+class StageTimer:
+    """Accumulates wall time per stage name."""
+
+    def __init__(self) -> None:
+        self.totals: dict[str, float] = {}
+
+    def add(self, stage: str, seconds: float) -> None:
+        self.totals[stage] = self.totals.get(stage, 0.0) + seconds
+
+    def time(self, stage: str) -> _Timed:
+        return _Timed(self, stage)
+
+
+class _Timed:
+    def __init__(self, timer: StageTimer, stage: str) -> None:
+        self.timer, self.stage = timer, stage
+
+    def __enter__(self) -> None:
+        self.start = time.perf_counter()
+
+    def __exit__(self, *exc: object) -> None:
+        self.timer.add(self.stage, time.perf_counter() - self.start)

@@ -1,0 +1,190 @@
+"""The one typed settings model.
+
+Every knob of every stage lives here, nested per stage. Values come, in order of
+precedence, from explicit overrides (CLI flags), environment variables
+(``CORPUSFLOW_`` prefix, ``__`` between nesting levels, e.g.
+``CORPUSFLOW_EMBED__BATCH_SIZE=64``), an optional TOML file, then defaults.
+The resulting object is passed explicitly to flows and stages; nothing reads the
+environment behind their back.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+
+class SourceSettings(BaseModel):
+    include: list[str] = Field(
+        default_factory=lambda: ["**/*"], description="Glob patterns (relative) to ingest."
+    )
+    exclude: list[str] = Field(
+        default_factory=list, description="Glob patterns (relative) to skip, e.g. **/groundtruth/**."
+    )
+    follow_symlinks: bool = Field(
+        False, description="Follow symlinks whose target stays inside the source root."
+    )
+    max_file_size_mb: float = Field(200.0, description="Files larger than this are skipped.")
+    hash_shortcut: bool = Field(
+        True,
+        description="Treat a file with unchanged size and mtime as unchanged without hashing it.",
+    )
+
+
+class ParseSettings(BaseModel):
+    timeout_s: float = Field(300.0, description="Wall-clock limit for parsing one document.")
+    memory_limit_mb: int = Field(4096, description="Resident memory cap of the parser process.")
+    workers: int = Field(1, ge=1, description="Parser child processes running at once.")
+    max_pages: int = Field(2000, description="Documents with more pages are refused.")
+    ocr: bool = Field(True, description="OCR pages that have no usable text layer.")
+    ocr_engine: Literal["rapidocr"] = "rapidocr"
+    ocr_min_chars_per_page: int = Field(
+        16, description="A PDF page with fewer extracted characters is treated as scanned."
+    )
+    ocr_scale: float = Field(2.0, description="Render scale (x 72 dpi) for OCR.")
+    pdf_pipeline: Literal["auto", "offline", "layout"] = Field(
+        "auto",
+        description=(
+            "'layout' uses docling's layout+TableFormer models (must be available locally); "
+            "'offline' uses the model-free path; 'auto' picks layout when its models are present."
+        ),
+    )
+    zip_max_members: int = Field(10_000, description="Office ZIP pre-check: member count cap.")
+    zip_max_uncompressed_mb: int = Field(
+        1024, description="Office ZIP pre-check: total uncompressed size cap."
+    )
+    zip_max_ratio: float = Field(200.0, description="Office ZIP pre-check: compression ratio cap.")
+
+
+class ChunkSettings(BaseModel):
+    max_tokens: int = Field(
+        0,
+        ge=0,
+        description="Chunk size cap in the embedding model's tokens; 0 = the model's max length.",
+    )
+    merge_peers: bool = Field(True, description="Merge small neighbouring chunks of one section.")
+    parent_max_tokens: int = Field(
+        1024, description="Token budget of a parent (section) chunk returned for context."
+    )
+    contextual: Literal["none", "deterministic", "llm"] = Field(
+        "deterministic",
+        description=(
+            "Context prefix for each chunk: none, deterministic (title + heading path), "
+            "or llm (OpenAI-compatible endpoint)."
+        ),
+    )
+
+
+class EmbedSettings(BaseModel):
+    model: str = Field(
+        "minilm",
+        description="Preset name (minilm, bge-m3), a Hugging Face model id, or a local directory.",
+    )
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    batch_size: int = Field(32, ge=1)
+    max_length: int = Field(0, ge=0, description="Max tokens per input; 0 = the preset's default.")
+    checkpoint_every: int = Field(
+        1, ge=1, description="Persist embedded vectors to the staging table every N batches."
+    )
+
+
+class StorageSettings(BaseModel):
+    db: str = Field(".corpusflow/db", description="LanceDB URI (directory or s3:// URI).")
+    collection: str = Field("default", description="Name of the collection inside the database.")
+    write_batch_docs: int = Field(
+        32, ge=1, description="Documents whose chunks are committed in one Lance transaction."
+    )
+    max_delete_fraction: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description="Refuse a run that would delete more than this share of indexed documents.",
+    )
+    lease_wait_s: float = Field(
+        0.0, ge=0.0, description="Wait this long for another run's lease; 0 = fail at once."
+    )
+
+
+class RunSettings(BaseModel):
+    task_runner: Literal["threads"] = "threads"
+    quarantine_after: int = Field(
+        3, ge=1, description="A document failing this many runs in a row is quarantined."
+    )
+    progress: bool = Field(True, description="Show progress bars when stdout is a terminal.")
+
+
+class Settings(BaseSettings):
+    """All corpusflow configuration. See docs/configuration.md."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="CORPUSFLOW_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        validate_default=True,
+    )
+
+    source: SourceSettings = Field(default_factory=SourceSettings)
+    parse: ParseSettings = Field(default_factory=ParseSettings)
+    chunk: ChunkSettings = Field(default_factory=ChunkSettings)
+    embed: EmbedSettings = Field(default_factory=EmbedSettings)
+    storage: StorageSettings = Field(default_factory=StorageSettings)
+    run: RunSettings = Field(default_factory=RunSettings)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        toml_file = _TOML_FILE.get("path")
+        if toml_file is not None:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
+        return tuple(sources)
+
+
+# The TOML path is handed to settings_customise_sources for the duration of one
+# load_settings() call; pydantic-settings offers no per-instance hook for it.
+_TOML_FILE: dict[str, Path | None] = {}
+
+
+def _deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def load_settings(
+    config_file: str | Path | None = None, overrides: dict[str, Any] | None = None
+) -> Settings:
+    """Build Settings from overrides > environment > TOML file > defaults.
+
+    ``overrides`` is a nested dict, e.g. ``{"storage": {"db": "/data/db"}}``.
+    """
+    path = Path(config_file) if config_file is not None else None
+    if path is not None and not path.is_file():
+        raise FileNotFoundError(f"config file not found: {path}")
+    _TOML_FILE["path"] = path
+    try:
+        base = Settings()
+        if not overrides:
+            return base
+        merged = _deep_merge(base.model_dump(), overrides)
+        return Settings.model_validate(merged)
+    finally:
+        _TOML_FILE.pop("path", None)

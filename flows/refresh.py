@@ -1,0 +1,290 @@
+"""The refresh flow: only new, changed, failed and deleted documents cost anything.
+
+Thin by design: every step is a function of corpusflow.pipeline or a stage
+package. The flow adds what Prefect is for: one task run per document named
+after its path (failing with the document's error category, so the UI shows
+what failed and why), batch tasks for embedding+commit, and artifacts.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import uuid
+from contextlib import ExitStack
+from datetime import UTC, datetime
+from typing import Any
+
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from corpusflow.errors import Category, DocumentError
+from corpusflow.pipeline import (
+    Fingerprints,
+    Processed,
+    RunReport,
+    StageTimer,
+    WorkItem,
+    chunk_parsed,
+    parse_document,
+    plan_changes,
+    record_deletions,
+    record_failures,
+    write_batch,
+)
+from corpusflow.settings import Settings
+from embedding import Embedder, load_embedder, resolve_model
+from parsers import ParserPool
+from sources import LocalSource
+from storage import Store, write_lease
+
+
+class _Progress:
+    """Rich progress bars on a terminal; silent otherwise."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.bar: Any = None
+        self.tasks: dict[str, Any] = {}
+        if enabled and sys.stdout.isatty():
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+            self.bar = Progress(
+                "[progress.description]{task.description}",
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                transient=False,
+            )
+
+    def __enter__(self) -> _Progress:
+        if self.bar is not None:
+            self.bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+    def add(self, name: str, total: int | None) -> None:
+        if self.bar is not None:
+            self.tasks[name] = self.bar.add_task(name, total=total)
+
+    def advance(self, name: str, n: int = 1) -> None:
+        if self.bar is not None and name in self.tasks:
+            self.bar.advance(self.tasks[name], n)
+
+
+@task(task_run_name="parse-{item.file.rel_path}", cache_policy=NO_CACHE, retries=0)
+def parse_and_chunk(
+    item: WorkItem,
+    store: Store,
+    settings: Settings,
+    fps: Fingerprints,
+    pool: ParserPool,
+    tokenizer: Any,
+) -> Processed:
+    """Parse (isolated, or from the parse cache) and chunk one document."""
+    parsed, cached = parse_document(item, store, settings, fps, pool.parse)
+    chunks = chunk_parsed(item, parsed, tokenizer, settings, fps)
+    return Processed(item=item, parsed=parsed, chunks=chunks, from_cache=cached)
+
+
+@task(task_run_name="embed-write-batch-{batch_no}", cache_policy=NO_CACHE)
+def embed_and_write(
+    batch_no: int,
+    batch: list[Processed],
+    store: Store,
+    embedder: Embedder,
+    settings: Settings,
+    fps: Fingerprints,
+    progress: _Progress,
+) -> tuple[int, int]:
+    return write_batch(
+        batch, store, embedder, settings, fps, on_progress=lambda n: progress.advance("embed", n)
+    )
+
+
+def _publish(report: RunReport) -> None:
+    """Keyed artifacts for the Prefect UI: failed documents and a run summary."""
+    from prefect.artifacts import create_markdown_artifact, create_table_artifact
+
+    key = "".join(c if c.isalnum() else "-" for c in report.collection.lower())
+    create_table_artifact(
+        key=f"failed-documents-{key}",
+        table=report.failures or [{"path": "", "category": "", "message": "no failures"}],
+        description=f"Documents that failed in run {report.run_id}",
+    )
+    stages = "\n".join(f"| {k} | {v:.2f} |" for k, v in report.stage_s.items())
+    create_markdown_artifact(
+        key=f"refresh-summary-{key}",
+        markdown=(
+            f"# Refresh {report.run_id}\n\n"
+            f"| new | changed | retried | rechunked | unchanged | deleted | failed | chunks |\n"
+            f"|---|---|---|---|---|---|---|---|\n"
+            f"| {report.new} | {report.changed} | {report.retried} | {report.rechunked} | "
+            f"{report.unchanged} | {report.deleted} | {report.failed} | {report.chunks_written} |\n\n"
+            f"Table `{report.chunk_table}` version {report.chunk_table_version}; model {report.model}; "
+            f"{report.elapsed_s:.1f} s\n\n| stage | seconds |\n|---|---|\n{stages}\n"
+        ),
+    )
+
+
+def run_refresh(
+    source: str,
+    settings: Settings,
+    force_delete: bool = False,
+    only_failed: bool = False,
+    publish: bool = True,
+) -> RunReport:
+    """The refresh, under the collection's write lease. Called inside the flow."""
+    logger = get_run_logger()
+    started = time.time()
+    timer = StageTimer()
+    src = LocalSource(source, settings.source)
+    src.check()
+    spec = resolve_model(settings.embed)
+    embedder = load_embedder(settings.embed, spec)
+    fps = Fingerprints.of(settings, spec)
+    store = Store(settings.storage.db, settings.storage.collection)
+    report = RunReport(run_id=uuid.uuid4().hex[:12], collection=settings.storage.collection)
+    report.model = f"{spec.model_id} ({spec.fingerprint})"
+    report.chunk_table = store.chunk_table_name(spec.table_suffix)
+
+    with ExitStack() as stack:
+        stack.enter_context(
+            write_lease(settings.storage.db, settings.storage.collection, settings.storage.lease_wait_s)
+        )
+        with timer.time("plan"):
+            plan = plan_changes(src, store, settings, fps, force_delete, only_failed)
+        report.new = plan.count("new")
+        report.changed = plan.count("changed")
+        report.retried = plan.count("retry")
+        report.rechunked = plan.count("rechunk")
+        report.unchanged = len(plan.unchanged)
+        logger.info(
+            "plan: %d listed, %d to process, %d unchanged, %d deleted",
+            plan.listed,
+            len(plan.work),
+            len(plan.unchanged),
+            len(plan.deleted),
+        )
+        if plan.touched:
+            store.upsert_ledger(plan.touched)
+        failures: list[tuple[WorkItem, DocumentError]] = []
+        progress = stack.enter_context(_Progress(settings.run.progress))
+        if plan.work:
+            pool = stack.enter_context(ParserPool(settings.parse))
+            with timer.time("load_tokenizer"):
+                tokenizer = embedder.tokenizer()
+            progress.add("parse", len(plan.work))
+            progress.add("embed", None)
+            futures = [
+                parse_and_chunk.submit(w, store, settings, fps, pool, tokenizer) for w in plan.work
+            ]
+            batch: list[Processed] = []
+            batch_no = 0
+            parse_start = time.perf_counter()
+            for item, fut in zip(plan.work, futures, strict=True):
+                result = fut.result(raise_on_failure=False)
+                progress.advance("parse")
+                if isinstance(result, DocumentError):
+                    failures.append((item, result))
+                    continue
+                if isinstance(result, BaseException):
+                    failures.append(
+                        (item, DocumentError(Category.INTERNAL, f"{type(result).__name__}: {result}"))
+                    )
+                    continue
+                batch.append(result)
+                if len(batch) >= settings.storage.write_batch_docs:
+                    batch_no += 1
+                    report.chunks_written += _write(
+                        batch_no, batch, store, embedder, settings, fps, progress, failures, timer
+                    )
+                    batch = []
+            if batch:
+                batch_no += 1
+                report.chunks_written += _write(
+                    batch_no, batch, store, embedder, settings, fps, progress, failures, timer
+                )
+            # Parsing runs concurrently with embedding; this is the wall time not spent embedding.
+            loop_s = time.perf_counter() - parse_start
+            timer.add("parse_chunk", loop_s - timer.totals.get("embed_write", 0.0))
+        with timer.time("ledger"):
+            record_failures(failures, store, fps, settings.run.quarantine_after)
+            record_deletions(plan.deleted, store, spec.table_suffix)
+        report.deleted = len(plan.deleted)
+        report.failed = len(failures)
+        report.failures = [
+            {"path": i.file.rel_path, "category": e.category.value, "message": e.message, "attempts": str(i.attempts + 1)}
+            for i, e in failures
+        ]
+        active = store.active()
+        if store.exists(report.chunk_table) and (
+            active is None or active["chunk_table"] == report.chunk_table
+        ):
+            if active is None:
+                store.set_active(spec.table_suffix, spec.to_dict())
+            report.chunk_table_version = store.tag_version(spec.table_suffix, f"refresh-{report.run_id}")
+        elif active is not None:
+            logger.warning(
+                "model changed: wrote %s; readers still use %s until `corpusflow reindex` switches",
+                report.chunk_table,
+                active["chunk_table"],
+            )
+        store.checkpoint(spec.table_suffix, spec.dim).clear()
+        report.elapsed_s = time.time() - started
+        report.stage_s = {k: round(v, 3) for k, v in timer.totals.items()}
+        store.record_run(
+            {
+                "run_id": report.run_id,
+                "collection": report.collection,
+                "kind": "retry-failed" if only_failed else "refresh",
+                "started_at": datetime.fromtimestamp(started, UTC),
+                "finished_at": datetime.now(UTC),
+                "status": "completed",
+                "report_json": json.dumps(report.to_dict()),
+                "chunk_table": report.chunk_table,
+                "chunk_table_version": report.chunk_table_version,
+            }
+        )
+    if publish:
+        _publish(report)
+    return report
+
+
+def _write(
+    batch_no: int,
+    batch: list[Processed],
+    store: Store,
+    embedder: Embedder,
+    settings: Settings,
+    fps: Fingerprints,
+    progress: _Progress,
+    failures: list[tuple[WorkItem, DocumentError]],
+    timer: StageTimer,
+) -> int:
+    start = time.perf_counter()
+    fut = embed_and_write.submit(batch_no, batch, store, embedder, settings, fps, progress)
+    result = fut.result(raise_on_failure=False)
+    timer.add("embed_write", time.perf_counter() - start)
+    if isinstance(result, BaseException):
+        err = result if isinstance(result, DocumentError) else DocumentError(
+            Category.EMBEDDING, f"{type(result).__name__}: {result}"
+        )
+        failures.extend((p.item, err) for p in batch)
+        return 0
+    return int(result[0])
+
+
+@flow(name="corpusflow-refresh", log_prints=False)
+def refresh_flow(
+    source: str,
+    settings_json: str = "{}",
+    force_delete: bool = False,
+    only_failed: bool = False,
+) -> dict[str, Any]:
+    """Incremental refresh of one collection from ``source``."""
+    settings = Settings.model_validate_json(settings_json)
+    return run_refresh(source, settings, force_delete, only_failed).to_dict()

@@ -1,0 +1,196 @@
+"""Parse untrusted files in killable child processes.
+
+Each worker is a long-lived child process (spawned, so no parent state leaks in)
+that parses one file at a time. The parent waits with a wall-clock deadline and
+samples the child's resident memory; a child that runs past the deadline or
+over the memory cap is killed and the document gets category ``timeout`` or
+``out_of_memory``; a child that dies (segfault, abort, OOM killer) gives
+``crashed``. A fresh worker replaces a killed one, so the next file still parses.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing as mp
+import queue
+import signal
+import threading
+import time
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from corpusflow.settings import ParseSettings
+from parsers.errors import Category, ParseError
+from parsers.models import ParsedDocument
+
+_POLL_S = 0.05
+
+
+def _child_main(conn: Connection, settings_json: str) -> None:
+    """Worker loop: receive a path, send back ('ok', json) or ('err', category, message)."""
+    # The parent owns Ctrl-C; the child dies with it.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from parsers.registry import parse_file
+
+    settings = ParseSettings.model_validate_json(settings_json)
+    while True:
+        try:
+            job = conn.recv()
+        except (EOFError, KeyboardInterrupt):
+            return
+        if job is None:
+            return
+        path, metadata = job
+        try:
+            doc = parse_file(Path(path), settings, metadata)
+            conn.send(("ok", doc.to_json()))
+        except ParseError as exc:
+            conn.send(("err", exc.category.value, exc.message))
+        except MemoryError:
+            conn.send(("err", Category.OUT_OF_MEMORY.value, "parser ran out of memory"))
+        except Exception as exc:
+            conn.send(("err", Category.CORRUPT.value, f"{type(exc).__name__}: {exc}"[:2000]))
+
+
+class _Worker:
+    def __init__(self, ctx: Any, settings_json: str) -> None:
+        self.conn, child_conn = ctx.Pipe()
+        self.proc = ctx.Process(
+            target=_child_main, args=(child_conn, settings_json), daemon=True, name="corpusflow-parser"
+        )
+        self.proc.start()
+        child_conn.close()
+
+    def alive(self) -> bool:
+        return bool(self.proc.is_alive())
+
+    def rss_bytes(self) -> int:
+        import psutil
+
+        try:
+            proc = psutil.Process(self.proc.pid)
+            total = proc.memory_info().rss
+            for child in proc.children(recursive=True):
+                with contextlib.suppress(psutil.Error):
+                    total += child.memory_info().rss
+            return int(total)
+        except psutil.Error:
+            return 0
+
+    def kill(self) -> None:
+        with contextlib.suppress(Exception):
+            self.proc.kill()
+        self.proc.join(timeout=5)
+        with contextlib.suppress(Exception):
+            self.conn.close()
+
+    def stop(self) -> None:
+        with contextlib.suppress(Exception):
+            self.conn.send(None)
+        self.proc.join(timeout=2)
+        if self.proc.is_alive():
+            self.kill()
+
+
+class ParserPool:
+    """A fixed number of isolated parser processes, safe to call from many threads."""
+
+    def __init__(self, settings: ParseSettings) -> None:
+        self.settings = settings
+        self._settings_json = settings.model_dump_json()
+        self._ctx = mp.get_context("spawn")
+        self._idle: queue.Queue[_Worker | None] = queue.Queue()
+        self._lock = threading.Lock()
+        self._closed = False
+        for _ in range(settings.workers):
+            self._idle.put(None)  # started lazily on first use
+
+    def __enter__(self) -> ParserPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+        while True:
+            try:
+                worker = self._idle.get_nowait()
+            except queue.Empty:
+                break
+            if worker is not None:
+                worker.stop()
+
+    def parse(self, path: str | Path, metadata: dict[str, Any] | None = None) -> ParsedDocument:
+        """Parse one file in a child process; raises ParseError on any failure."""
+        if self._closed:
+            raise RuntimeError("ParserPool is closed")
+        worker = self._idle.get()
+        try:
+            if worker is None or not worker.alive():
+                worker = _Worker(self._ctx, self._settings_json)
+            result, worker = self._run(worker, str(path), metadata or {})
+            return result
+        finally:
+            self._idle.put(worker)
+
+    def _run(
+        self, worker: _Worker, path: str, metadata: dict[str, Any]
+    ) -> tuple[ParsedDocument, _Worker | None]:
+        limit = self.settings.memory_limit_mb * 1024 * 1024
+        try:
+            worker.conn.send((path, metadata))
+        except (BrokenPipeError, OSError):
+            worker.kill()
+            worker = _Worker(self._ctx, self._settings_json)
+            worker.conn.send((path, metadata))
+        # The deadline starts once the job is handed over; worker start-up
+        # (imports) happens before the first job's clock runs.
+        deadline = time.monotonic() + self.settings.timeout_s
+        next_mem_check = 0.0
+        while True:
+            if worker.conn.poll(_POLL_S):
+                try:
+                    reply = worker.conn.recv()
+                except (EOFError, OSError):
+                    return self._crashed(worker)
+                if reply[0] == "ok":
+                    return ParsedDocument.from_json(reply[1]), worker
+                raise ParseError(reply[1], reply[2])
+            if not worker.alive():
+                return self._crashed(worker)
+            now = time.monotonic()
+            if now > deadline:
+                worker.kill()
+                raise ParseError(
+                    Category.TIMEOUT,
+                    f"parser exceeded {self.settings.timeout_s:g}s wall-clock limit and was killed",
+                )
+            if now >= next_mem_check:
+                next_mem_check = now + 0.2
+                rss = worker.rss_bytes()
+                if rss > limit:
+                    worker.kill()
+                    raise ParseError(
+                        Category.OUT_OF_MEMORY,
+                        f"parser used {rss / 2**20:.0f} MiB (limit "
+                        f"{self.settings.memory_limit_mb} MiB) and was killed",
+                    )
+
+    def _crashed(self, worker: _Worker) -> tuple[ParsedDocument, _Worker | None]:
+        worker.proc.join(timeout=5)
+        code = worker.proc.exitcode
+        worker.kill()
+        if code is not None and code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = str(-code)
+            detail = f"parser process died from signal {name}"
+        else:
+            detail = f"parser process exited unexpectedly (exit code {code})"
+        if code == -signal.SIGKILL:
+            detail += " (the kernel's OOM killer sends SIGKILL)"
+        raise ParseError(Category.CRASHED, detail)

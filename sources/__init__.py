@@ -1,0 +1,5 @@
+"""sources: where documents come from, listed as a stream of SourceFile records."""
+
+from sources.local import LocalSource, SourceFile, doc_id_for, glob_match
+
+__all__ = ["LocalSource", "SourceFile", "doc_id_for", "glob_match"]

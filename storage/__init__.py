@@ -1,0 +1,6 @@
+"""storage: every Lance table (ledger, parse cache, per-model chunk tables, pointer)."""
+
+from storage.lease import LeaseHeldError, write_lease
+from storage.store import StagingCheckpoint, Store
+
+__all__ = ["LeaseHeldError", "StagingCheckpoint", "Store", "write_lease"]

@@ -1,0 +1,111 @@
+"""Arrow schemas of every Lance table corpusflow writes (documented in docs/architecture.md)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+LEDGER_SCHEMA = pa.schema(
+    [
+        pa.field("doc_id", pa.string(), nullable=False),
+        pa.field("path", pa.string(), nullable=False),
+        pa.field("content_sha256", pa.string()),  # written only once chunks are committed
+        pa.field("size", pa.int64()),
+        pa.field("mtime", pa.float64()),
+        pa.field("status", pa.string()),  # indexed | failed | quarantined | deleted
+        pa.field("error_category", pa.string()),
+        pa.field("error_message", pa.string()),
+        pa.field("attempts", pa.int32()),
+        pa.field("format", pa.string()),
+        pa.field("title", pa.string()),
+        pa.field("page_count", pa.int32()),
+        pa.field("parser", pa.string()),  # which parse path ran
+        pa.field("parser_fingerprint", pa.string()),
+        pa.field("chunker_fingerprint", pa.string()),
+        pa.field("model_fingerprint", pa.string()),
+        pa.field("chunk_count", pa.int32()),
+        pa.field("metadata_json", pa.string()),
+        pa.field("updated_at", pa.timestamp("us", tz="UTC")),
+    ]
+)
+
+PARSE_CACHE_SCHEMA = pa.schema(
+    [
+        pa.field("cache_key", pa.string(), nullable=False),  # sha256 + parser fingerprint
+        pa.field("content_sha256", pa.string()),
+        pa.field("parser_fingerprint", pa.string()),
+        pa.field("parsed_json", pa.large_string()),
+        pa.field("created_at", pa.timestamp("us", tz="UTC")),
+    ]
+)
+
+POINTER_SCHEMA = pa.schema(
+    [
+        pa.field("collection", pa.string(), nullable=False),
+        pa.field("chunk_table", pa.string()),
+        pa.field("parent_table", pa.string()),
+        pa.field("model_fingerprint", pa.string()),
+        pa.field("model_json", pa.string()),
+        pa.field("previous_chunk_table", pa.string()),
+        pa.field("updated_at", pa.timestamp("us", tz="UTC")),
+    ]
+)
+
+RUNS_SCHEMA = pa.schema(
+    [
+        pa.field("run_id", pa.string(), nullable=False),
+        pa.field("collection", pa.string()),
+        pa.field("kind", pa.string()),
+        pa.field("started_at", pa.timestamp("us", tz="UTC")),
+        pa.field("finished_at", pa.timestamp("us", tz="UTC")),
+        pa.field("status", pa.string()),
+        pa.field("report_json", pa.string()),
+        pa.field("chunk_table", pa.string()),
+        pa.field("chunk_table_version", pa.int64()),
+    ]
+)
+
+PARENT_SCHEMA = pa.schema(
+    [
+        pa.field("parent_id", pa.string(), nullable=False),
+        pa.field("doc_id", pa.string(), nullable=False),
+        pa.field("text", pa.large_string()),
+        pa.field("heading_path", pa.list_(pa.string())),
+        pa.field("page_numbers", pa.list_(pa.int32())),
+    ]
+)
+
+
+def chunk_schema(dim: int) -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field("chunk_id", pa.string(), nullable=False),
+            pa.field("doc_id", pa.string(), nullable=False),
+            pa.field("parent_id", pa.string()),
+            pa.field("position", pa.int32()),
+            pa.field("text", pa.large_string()),  # the chunk as in the document
+            pa.field("context", pa.string()),  # contextual-retrieval prefix
+            pa.field("embed_text", pa.large_string()),  # context + text: embedded and FTS-indexed
+            pa.field("heading_path", pa.list_(pa.string())),
+            pa.field("page_numbers", pa.list_(pa.int32())),
+            pa.field("path", pa.string()),  # source-relative path
+            pa.field("title", pa.string()),
+            pa.field("format", pa.string()),
+            pa.field("metadata_json", pa.string()),
+            pa.field("n_tokens", pa.int32()),
+            pa.field("vector", pa.list_(pa.float32(), dim)),
+            pa.field("sparse_ids", pa.list_(pa.int32())),  # null for dense-only models
+            pa.field("sparse_weights", pa.list_(pa.float32())),
+            pa.field("manifest_json", pa.string()),  # parser/chunker/embedder versions
+        ]
+    )
+
+
+def staging_schema(dim: int) -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field("chunk_id", pa.string(), nullable=False),
+            pa.field("vector", pa.list_(pa.float32(), dim)),
+            pa.field("sparse_ids", pa.list_(pa.int32())),
+            pa.field("sparse_weights", pa.list_(pa.float32())),
+        ]
+    )
