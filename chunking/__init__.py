@@ -6,13 +6,6 @@ token budget; a context prefix (deterministic by default) situates each chunk.
 """
 
 from chunking.models import Chunk, ChunkSet, Parent, chunker_fingerprint
+from chunking.structure import chunk_document
 
 __all__ = ["Chunk", "ChunkSet", "Parent", "chunk_document", "chunker_fingerprint"]
-
-
-def __getattr__(name: str) -> object:
-    if name == "chunk_document":
-        from chunking.structure import chunk_document
-
-        return chunk_document
-    raise AttributeError(name)

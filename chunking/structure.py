@@ -22,10 +22,12 @@ class TokenCounter:
         return len(self.tokenizer.encode(text, add_special_tokens=False))
 
     def truncate(self, text: str, max_tokens: int) -> str:
-        ids = self.tokenizer.encode(text, add_special_tokens=False)
-        if len(ids) <= max_tokens:
+        """The longest prefix of ``text`` (original characters) within ``max_tokens``."""
+        enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        offsets = enc["offset_mapping"]
+        if len(offsets) <= max_tokens:
             return text
-        return str(self.tokenizer.decode(ids[:max_tokens], skip_special_tokens=True)).strip()
+        return text[: offsets[max_tokens - 1][1]].rstrip()
 
 
 def _first_sentence(text: str, limit: int = 200) -> str:
@@ -41,15 +43,20 @@ def _context_budget(max_tokens: int, settings: ChunkSettings) -> int:
     return max(16, min(96, max_tokens // 4))
 
 
-def deterministic_context(title: str, headings: tuple[str, ...], section_text: str) -> str:
-    """Title + heading path + the section's first sentence: a context with no LLM."""
+def deterministic_context(
+    title: str, headings: tuple[str, ...], section_text: str, chunk_text: str = ""
+) -> str:
+    """Title + heading path + the section's first sentence: a context with no LLM.
+
+    The sentence is left out when the chunk itself contains it.
+    """
     parts = [title.strip()] if title.strip() else []
     crumbs = [h for h in headings if h.strip() and h.strip() != title.strip()]
     if crumbs:
         parts.append(" > ".join(crumbs))
     summary = _first_sentence(section_text)
     head = ". ".join(parts)
-    if summary and summary not in head:
+    if summary and summary not in head and summary not in " ".join(chunk_text.split()):
         return f"{head}. {summary}" if head else summary
     return head
 
@@ -62,6 +69,7 @@ def chunk_document(
     settings: ChunkSettings,
 ) -> ChunkSet:
     """Children within ``max_tokens`` (embed text included) and their parent sections."""
+    from docling_core.transforms.chunker.hierarchical_chunker import DocChunk
     from docling_core.transforms.chunker.hybrid_chunker import HybridChunker
     from docling_core.transforms.chunker.tokenizer.huggingface import HuggingFaceTokenizer
 
@@ -76,20 +84,24 @@ def chunk_document(
     )
     doc = parsed.to_docling()
     raw: list[tuple[str, tuple[str, ...], tuple[int, ...]]] = []
-    for dchunk in chunker.chunk(dl_doc=doc):
+    for base_chunk in chunker.chunk(dl_doc=doc):
+        dchunk = DocChunk.model_validate(base_chunk)
         text = dchunk.text.strip()
         if not text:
             continue
         headings = tuple(h.strip() for h in (dchunk.meta.headings or []) if h and h.strip())
-        pages = sorted(
-            {p.page_no for item in dchunk.meta.doc_items for p in getattr(item, "prov", [])}
+        pages = tuple(
+            sorted({p.page_no for item in dchunk.meta.doc_items for p in getattr(item, "prov", [])})
         )
-        raw.append((text, headings, tuple(pages)))
+        raw.append((text, headings, pages))
     # HybridChunker counts text + headings; we embed context + text, so recheck.
     fixed: list[tuple[str, tuple[str, ...], tuple[int, ...]]] = []
     for text, headings, pages in raw:
         if counter.count(text) > max_tokens - budget:
-            fixed.extend((piece, headings, pages) for piece in _split_tokens(text, counter, max_tokens - budget))
+            fixed.extend(
+                (piece, headings, pages)
+                for piece in _split_tokens(text, counter, max_tokens - budget)
+            )
         else:
             fixed.append((text, headings, pages))
 
@@ -136,7 +148,7 @@ def chunk_document(
         context = ""
         if budget:
             context = counter.truncate(
-                deterministic_context(parsed.title, headings, parent.text), budget
+                deterministic_context(parsed.title, headings, parent.text, text), budget
             )
         children.append(
             Chunk(
@@ -171,7 +183,9 @@ def _split_tokens(text: str, counter: TokenCounter, max_tokens: int) -> list[str
             ids = counter.tokenizer.encode(sentence, add_special_tokens=False)
             for start in range(0, len(ids), max_tokens):
                 pieces.append(
-                    counter.tokenizer.decode(ids[start : start + max_tokens], skip_special_tokens=True)
+                    counter.tokenizer.decode(
+                        ids[start : start + max_tokens], skip_special_tokens=True
+                    )
                 )
             current = ""
     if current:

@@ -11,7 +11,18 @@ from embedding import ModelSpec, load_embedder
 from storage import Store
 from storage.store import sql_in
 
-_COLUMNS = ["_distance", "chunk_id", "doc_id", "parent_id", "text", "context", "heading_path", "page_numbers", "path", "title"]
+_COLUMNS = [
+    "_distance",
+    "chunk_id",
+    "doc_id",
+    "parent_id",
+    "text",
+    "context",
+    "heading_path",
+    "page_numbers",
+    "path",
+    "title",
+]
 
 
 def active_spec(store: Store) -> tuple[dict[str, Any], ModelSpec]:
@@ -34,7 +45,7 @@ def search(query: str, settings: Settings, k: int = 5) -> list[dict[str, Any]]:
     table = store.db.open_table(active["chunk_table"])
     hits = (
         table.search(vector.tolist(), vector_column_name="vector")
-        .distance_type("cosine")
+        .distance_type("cosine")  # type: ignore[attr-defined]
         .select(_COLUMNS)
         .limit(k)
         .to_list()
@@ -104,10 +115,26 @@ def status(settings: Settings) -> dict[str, Any]:
             "kind": run["kind"],
             "finished_at": run["finished_at"].isoformat(),
             "status": run["status"],
-            **{k: report.get(k) for k in ("new", "changed", "unchanged", "deleted", "failed", "chunks_written", "elapsed_s")},
+            **{
+                k: report.get(k)
+                for k in (
+                    "new",
+                    "changed",
+                    "unchanged",
+                    "deleted",
+                    "failed",
+                    "chunks_written",
+                    "elapsed_s",
+                )
+            },
         }
     failed = [
-        {"path": r["path"], "status": r["status"], "category": r["error_category"], "message": r["error_message"]}
+        {
+            "path": r["path"],
+            "status": r["status"],
+            "category": r["error_category"],
+            "message": r["error_message"],
+        }
         for r in ledger.values()
         if r["status"] in ("failed", "quarantined")
     ]

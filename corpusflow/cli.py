@@ -97,7 +97,9 @@ def ingest(
     db: DbOpt = None,
     model: Annotated[
         str | None,
-        typer.Option("--model", help="Embedding model: minilm (default), bge-m3, HF id or local dir."),
+        typer.Option(
+            "--model", help="Embedding model: minilm (default), bge-m3, HF id or local dir."
+        ),
     ] = None,
     config: ConfigOpt = None,
     collection: CollectionOpt = None,
@@ -112,6 +114,9 @@ def ingest(
     from corpusflow.errors import ConfigurationError, CorpusflowError
 
     try:
+        from corpusflow.pipeline import preflight
+
+        preflight(source, settings)
         from flows.refresh import refresh_flow
 
         report = refresh_flow(source, settings.model_dump_json(), force_delete=force_delete)
@@ -136,9 +141,12 @@ def retry_failed(
     settings = _settings(config, db, None, collection)
     configure_environment()
     from corpusflow.errors import CorpusflowError
-    from flows.refresh import refresh_flow
+    from corpusflow.pipeline import preflight
 
     try:
+        preflight(source, settings)
+        from flows.refresh import refresh_flow
+
         report = refresh_flow(source, settings.model_dump_json(), only_failed=True)
     except CorpusflowError as exc:
         _fail(str(exc))
@@ -170,7 +178,9 @@ def parse(
         _fail(f"{file}: [{exc.category.value}] {exc.message}", code=1)
     sys.stdout.write(doc.markdown.rstrip() + "\n")
     typer.secho(
-        f"[{doc.format} · {doc.parser} · {doc.page_count} page(s) · {doc.status}]", err=True, dim=True
+        f"[{doc.format} · {doc.parser} · {doc.page_count} page(s) · {doc.status}]",
+        err=True,
+        dim=True,
     )
 
 
@@ -228,7 +238,9 @@ def status(
     typer.echo(f"documents   {docs}")
     if info["active_table"]:
         m = info["model"]
-        typer.echo(f"active      {info['active_table']} (version {info['table_version']}, {info['rows']} rows)")
+        typer.echo(
+            f"active      {info['active_table']} (version {info['table_version']}, {info['rows']} rows)"
+        )
         typer.echo(f"model       {m['model_id']} fingerprint {m['fingerprint']} dim {m['dim']}")
     else:
         typer.echo("active      none (run `corpusflow ingest`)")

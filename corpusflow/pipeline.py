@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from chunking import ChunkSet, chunker_fingerprint
@@ -41,6 +41,14 @@ class Fingerprints:
             model=spec.fingerprint,
             max_tokens=max_tokens,
         )
+
+
+def preflight(source: str, settings: Settings) -> ModelSpec:
+    """Fail fast, before any flow starts, on a missing source or an unloadable model."""
+    from embedding import resolve_model
+
+    LocalSource(source, settings.source).check()
+    return resolve_model(settings.embed)
 
 
 def chunk_max_tokens(settings: Settings, spec: ModelSpec) -> int:
@@ -141,7 +149,11 @@ class Processed:
 
 
 def parse_document(
-    item: WorkItem, store: Store, settings: Settings, fps: Fingerprints, parse: Callable[[str], ParsedDocument]
+    item: WorkItem,
+    store: Store,
+    settings: Settings,
+    fps: Fingerprints,
+    parse: Callable[[str], ParsedDocument],
 ) -> tuple[ParsedDocument, bool]:
     """ParsedDocument from the parse cache, else from ``parse`` (cached afterwards)."""
     f = item.file
@@ -339,7 +351,7 @@ class RunReport:
     failures: list[dict[str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__slots__}  # type: ignore[attr-defined]
+        return asdict(self)
 
 
 class StageTimer:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -22,24 +22,31 @@ from pydantic_settings import (
 )
 
 
-class SourceSettings(BaseModel):
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SourceSettings(_Section):
     include: list[str] = Field(
         default_factory=lambda: ["**/*"], description="Glob patterns (relative) to ingest."
     )
     exclude: list[str] = Field(
-        default_factory=list, description="Glob patterns (relative) to skip, e.g. **/groundtruth/**."
+        default_factory=list,
+        description="Glob patterns (relative) to skip, e.g. **/groundtruth/**.",
     )
     follow_symlinks: bool = Field(
         False, description="Follow symlinks whose target stays inside the source root."
     )
-    max_file_size_mb: float = Field(200.0, description="Files larger than this are skipped.")
+    max_file_size_mb: float = Field(
+        200.0, description="Larger files are not parsed; they are recorded as failed (too_large)."
+    )
     hash_shortcut: bool = Field(
         True,
         description="Treat a file with unchanged size and mtime as unchanged without hashing it.",
     )
 
 
-class ParseSettings(BaseModel):
+class ParseSettings(_Section):
     timeout_s: float = Field(300.0, description="Wall-clock limit for parsing one document.")
     memory_limit_mb: int = Field(4096, description="Resident memory cap of the parser process.")
     workers: int = Field(1, ge=1, description="Parser child processes running at once.")
@@ -64,7 +71,7 @@ class ParseSettings(BaseModel):
     zip_max_ratio: float = Field(200.0, description="Office ZIP pre-check: compression ratio cap.")
 
 
-class ChunkSettings(BaseModel):
+class ChunkSettings(_Section):
     max_tokens: int = Field(
         0,
         ge=0,
@@ -83,7 +90,7 @@ class ChunkSettings(BaseModel):
     )
 
 
-class EmbedSettings(BaseModel):
+class EmbedSettings(_Section):
     model: str = Field(
         "minilm",
         description="Preset name (minilm, bge-m3), a Hugging Face model id, or a local directory.",
@@ -96,7 +103,7 @@ class EmbedSettings(BaseModel):
     )
 
 
-class StorageSettings(BaseModel):
+class StorageSettings(_Section):
     db: str = Field(".corpusflow/db", description="LanceDB URI (directory or s3:// URI).")
     collection: str = Field("default", description="Name of the collection inside the database.")
     write_batch_docs: int = Field(
@@ -113,7 +120,7 @@ class StorageSettings(BaseModel):
     )
 
 
-class RunSettings(BaseModel):
+class RunSettings(_Section):
     task_runner: Literal["threads"] = "threads"
     quarantine_after: int = Field(
         3, ge=1, description="A document failing this many runs in a row is quarantined."

@@ -7,13 +7,13 @@ resumes without re-embedding. torch / FlagEmbedding are imported only inside
 the backend modules.
 """
 
-from embedding.base import Embedder, Embeddings, EmbeddingError, ModelSpec, VectorCheckpoint
+from embedding.base import Embedder, EmbeddingError, Embeddings, ModelSpec, VectorCheckpoint
 from embedding.batching import embed_texts
 from embedding.presets import load_embedder, resolve_model
 
 __all__ = [
-    "EmbeddingError",
     "Embedder",
+    "EmbeddingError",
     "Embeddings",
     "ModelSpec",
     "VectorCheckpoint",

@@ -100,7 +100,9 @@ class Embedder(Protocol):
 class VectorCheckpoint(Protocol):
     """Persists finished batches so an interrupted run resumes (storage implements it)."""
 
-    def load(self, ids: Sequence[str]) -> Mapping[str, tuple[np.ndarray, dict[int, float] | None]]: ...
+    def load(
+        self, ids: Sequence[str]
+    ) -> Mapping[str, tuple[np.ndarray, dict[int, float] | None]]: ...
 
     def save(
         self, ids: Sequence[str], dense: np.ndarray, sparse: list[dict[int, float]] | None

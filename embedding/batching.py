@@ -33,9 +33,7 @@ def embed_texts(
         key=lambda it: len(it[1]),
         reverse=True,  # the longest batch first: an out-of-memory shows up at once
     )
-    # de-duplicate identical ids (the same chunk can appear once only)
-    seen: set[str] = set()
-    todo = [it for it in todo if not (it[0] in seen or seen.add(it[0]))]
+    todo = list(dict(todo).items())  # an id repeated in the input is embedded once
     group = max(1, batch_size) * max(1, checkpoint_every)
     for start in range(0, len(todo), group):
         part = todo[start : start + group]

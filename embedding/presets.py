@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 from corpusflow.settings import EmbedSettings
 from embedding.base import Embedder, ModelLoadError, ModelSpec
@@ -70,7 +71,7 @@ def _weights_revision(path: Path) -> str:
     return digest.hexdigest()[:16]
 
 
-def _read_json(path: Path) -> dict[str, object]:
+def _read_json(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text())
         return data if isinstance(data, dict) else {}
@@ -100,24 +101,28 @@ def resolve_model(settings: EmbedSettings) -> ModelSpec:
     config = _read_json(path / "config.json")
     if not config:
         raise ModelLoadError(f"{path} is not a Hugging Face model directory (no config.json)")
-    hidden = int(config.get("hidden_size", 0) or 0)  # type: ignore[call-overload]
+    hidden = int(config.get("hidden_size", 0) or 0)
     is_bge_m3 = (path / "sparse_linear.pt").is_file() or key == "bge-m3"
     if is_bge_m3:
         backend = "bge-m3"
         pooling = "cls"
         dim = hidden
-        model_max = int(config.get("max_position_embeddings", 514) or 514) - 2  # type: ignore[call-overload]
+        model_max = int(config.get("max_position_embeddings", 514) or 514) - 2
     else:
         backend = "sentence-transformers"
         st_cfg = _read_json(path / "sentence_bert_config.json")
         pool_cfg = _read_json(path / "1_Pooling" / "config.json")
         pooling = next(
-            (k.removeprefix("pooling_mode_").removesuffix("_tokens") for k, v in pool_cfg.items() if k.startswith("pooling_mode_") and v),
+            (
+                k.removeprefix("pooling_mode_").removesuffix("_tokens")
+                for k, v in pool_cfg.items()
+                if k.startswith("pooling_mode_") and v
+            ),
             "mean",
         )
-        dim = int(pool_cfg.get("word_embedding_dimension", hidden) or hidden)  # type: ignore[call-overload]
-        model_max = int(st_cfg.get("max_seq_length", 0) or 0) or (  # type: ignore[call-overload]
-            int(config.get("max_position_embeddings", 512) or 512)  # type: ignore[call-overload]
+        dim = int(pool_cfg.get("word_embedding_dimension", hidden) or hidden)
+        model_max = int(st_cfg.get("max_seq_length", 0) or 0) or (
+            int(config.get("max_position_embeddings", 512) or 512)
         )
     max_length = settings.max_length or default_len or model_max
     max_length = min(max_length, model_max) if model_max > 0 else max_length

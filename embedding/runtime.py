@@ -14,7 +14,7 @@ from tenacity import (
     wait_exponential,
 )
 
-from embedding.base import Embeddings, EmbeddingError, ModelLoadError, ModelSpec
+from embedding.base import EmbeddingError, Embeddings, ModelLoadError, ModelSpec
 
 log = logging.getLogger(__name__)
 

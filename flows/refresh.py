@@ -153,7 +153,9 @@ def run_refresh(
 
     with ExitStack() as stack:
         stack.enter_context(
-            write_lease(settings.storage.db, settings.storage.collection, settings.storage.lease_wait_s)
+            write_lease(
+                settings.storage.db, settings.storage.collection, settings.storage.lease_wait_s
+            )
         )
         with timer.time("plan"):
             plan = plan_changes(src, store, settings, fps, force_delete, only_failed)
@@ -193,7 +195,10 @@ def run_refresh(
                     continue
                 if isinstance(result, BaseException):
                     failures.append(
-                        (item, DocumentError(Category.INTERNAL, f"{type(result).__name__}: {result}"))
+                        (
+                            item,
+                            DocumentError(Category.INTERNAL, f"{type(result).__name__}: {result}"),
+                        )
                     )
                     continue
                 batch.append(result)
@@ -217,7 +222,12 @@ def run_refresh(
         report.deleted = len(plan.deleted)
         report.failed = len(failures)
         report.failures = [
-            {"path": i.file.rel_path, "category": e.category.value, "message": e.message, "attempts": str(i.attempts + 1)}
+            {
+                "path": i.file.rel_path,
+                "category": e.category.value,
+                "message": e.message,
+                "attempts": str(i.attempts + 1),
+            }
             for i, e in failures
         ]
         active = store.active()
@@ -226,7 +236,9 @@ def run_refresh(
         ):
             if active is None:
                 store.set_active(spec.table_suffix, spec.to_dict())
-            report.chunk_table_version = store.tag_version(spec.table_suffix, f"refresh-{report.run_id}")
+            report.chunk_table_version = store.tag_version(
+                spec.table_suffix, f"refresh-{report.run_id}"
+            )
         elif active is not None:
             logger.warning(
                 "model changed: wrote %s; readers still use %s until `corpusflow reindex` switches",
@@ -270,8 +282,10 @@ def _write(
     result = fut.result(raise_on_failure=False)
     timer.add("embed_write", time.perf_counter() - start)
     if isinstance(result, BaseException):
-        err = result if isinstance(result, DocumentError) else DocumentError(
-            Category.EMBEDDING, f"{type(result).__name__}: {result}"
+        err = (
+            result
+            if isinstance(result, DocumentError)
+            else DocumentError(Category.EMBEDDING, f"{type(result).__name__}: {result}")
         )
         failures.extend((p.item, err) for p in batch)
         return 0

@@ -15,7 +15,7 @@ _FORMATS = {"docx": "DOCX", "pptx": "PPTX", "xlsx": "XLSX", "html": "HTML", "md"
 
 
 @functools.lru_cache(maxsize=1)
-def _converter() -> Any:
+def get_converter() -> Any:
     from docling.datamodel.base_models import InputFormat
     from docling.document_converter import DocumentConverter
 
@@ -34,7 +34,7 @@ def convert(path: Path, fmt: str) -> tuple[DoclingDocument, list[str], bool]:
     ext = {"md": ".md", "html": ".html"}.get(fmt, f".{fmt}")
     stream = DocumentStream(name=f"{path.stem}{ext}", stream=_open_bytes(path))
     try:
-        result = _converter().convert(stream, raises_on_error=False)
+        result = get_converter().convert(stream, raises_on_error=False)
     except Exception as exc:  # docling raises plain exceptions for broken input
         raise ParseError(Category.CORRUPT, f"{type(exc).__name__}: {exc}") from exc
     warnings = [f"{e.module_name}: {e.error_message}" for e in result.errors]

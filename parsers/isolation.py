@@ -25,15 +25,22 @@ from parsers.errors import Category, ParseError
 from parsers.models import ParsedDocument
 
 _POLL_S = 0.05
+_STARTUP_TIMEOUT_S = 180.0
 
 
 def _child_main(conn: Connection, settings_json: str) -> None:
     """Worker loop: receive a path, send back ('ok', json) or ('err', category, message)."""
     # The parent owns Ctrl-C; the child dies with it.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    from parsers.registry import parse_file
+    from parsers.registry import parse_file, warm_up
 
     settings = ParseSettings.model_validate_json(settings_json)
+    try:
+        warm_up()
+    except Exception as exc:  # a broken install shows up on the first job instead
+        conn.send(("ready", f"warm-up failed: {exc}"))
+    else:
+        conn.send(("ready", ""))
     while True:
         try:
             job = conn.recv()
@@ -57,10 +64,30 @@ class _Worker:
     def __init__(self, ctx: Any, settings_json: str) -> None:
         self.conn, child_conn = ctx.Pipe()
         self.proc = ctx.Process(
-            target=_child_main, args=(child_conn, settings_json), daemon=True, name="corpusflow-parser"
+            target=_child_main,
+            args=(child_conn, settings_json),
+            daemon=True,
+            name="corpusflow-parser",
         )
         self.proc.start()
         child_conn.close()
+        self.ready = False
+
+    def wait_ready(self, timeout_s: float) -> None:
+        """Block until the child has imported its parsers (not counted in a job's deadline)."""
+        if self.ready:
+            return
+        if not self.conn.poll(timeout_s):
+            self.kill()
+            raise ParseError(
+                Category.CRASHED, f"parser process did not start within {timeout_s:g}s"
+            )
+        try:
+            self.conn.recv()
+        except (EOFError, OSError) as exc:
+            self.kill()
+            raise ParseError(Category.CRASHED, "parser process died while starting") from exc
+        self.ready = True
 
     def alive(self) -> bool:
         return bool(self.proc.is_alive())
@@ -141,13 +168,15 @@ class ParserPool:
     ) -> tuple[ParsedDocument, _Worker | None]:
         limit = self.settings.memory_limit_mb * 1024 * 1024
         try:
+            worker.wait_ready(_STARTUP_TIMEOUT_S)
             worker.conn.send((path, metadata))
         except (BrokenPipeError, OSError):
             worker.kill()
             worker = _Worker(self._ctx, self._settings_json)
+            worker.wait_ready(_STARTUP_TIMEOUT_S)
             worker.conn.send((path, metadata))
-        # The deadline starts once the job is handed over; worker start-up
-        # (imports) happens before the first job's clock runs.
+        # The deadline starts once the job is handed over: worker start-up
+        # (imports) is not charged to the document.
         deadline = time.monotonic() + self.settings.timeout_s
         next_mem_check = 0.0
         while True:

@@ -37,7 +37,10 @@ def _read(image: Any) -> tuple[float, list[tuple[str, float, list[list[float]]]]
     txts = result.txts or ()
     scores = result.scores or ()
     boxes = result.boxes if result.boxes is not None else []
-    items = [(t, float(s), [list(map(float, p)) for p in b]) for t, s, b in zip(txts, scores, boxes, strict=False)]
+    items = [
+        (t, float(s), [list(map(float, p)) for p in b])
+        for t, s, b in zip(txts, scores, boxes, strict=False)
+    ]
     quality = sum(s * len(t) for t, s, _ in items)
     return quality, items
 

@@ -116,7 +116,8 @@ def group_blocks(lines: list[Line]) -> list[Block]:
 def classify_headings(blocks: list[Block], outline: list[tuple[int, str]]) -> None:
     """Mark heading blocks and their levels (in place)."""
     outline_levels = {_norm(title): level for level, title in outline if _norm(title)}
-    text_blocks = [b for b in blocks if b.kind == "paragraph"]
+    # "1. Scope" set large is a numbered heading, not a list item.
+    text_blocks = [b for b in blocks if b.kind in ("paragraph", "list_item")]
     if not text_blocks:
         return
     weights = [(b.height, len(b.text)) for b in blocks]
@@ -124,8 +125,8 @@ def classify_headings(blocks: list[Block], outline: list[tuple[int, str]]) -> No
     # Body size: the height that carries the most characters.
     by_height: dict[float, int] = {}
     for h, w in weights:
-        key = round(h, 0)
-        by_height[key] = by_height.get(key, 0) + w
+        size = round(h, 0)
+        by_height[size] = by_height.get(size, 0) + w
     body = max(by_height.items(), key=lambda kv: kv[1])[0] if total else 10.0
 
     candidates: list[Block] = []
@@ -256,7 +257,9 @@ def native_lines(path: Path) -> tuple[list[Line], dict[int, tuple[float, float]]
     return lines, sizes, warnings
 
 
-def parse_pdf_offline(path: Path, settings: ParseSettings) -> tuple[DoclingDocument, str, list[str]]:
+def parse_pdf_offline(
+    path: Path, settings: ParseSettings
+) -> tuple[DoclingDocument, str, list[str]]:
     """Structured DoclingDocument of a PDF without layout models; OCR for scanned pages."""
     lines, sizes, warnings = native_lines(path)
     parser = "pdf-offline"

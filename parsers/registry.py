@@ -51,8 +51,20 @@ def _title(doc: DoclingDocument, fallback: str) -> str:
     return fallback
 
 
+def warm_up() -> None:
+    """Import the heavy parser libraries now, so a document's deadline covers parsing only."""
+    import docling.pipeline.native_pdf_pipeline  # noqa: F401
+    import pypdfium2  # noqa: F401
+
+    from parsers.docling_backend import get_converter
+
+    get_converter()
+
+
 def parse_file(
-    path: str | Path, settings: ParseSettings | None = None, metadata: dict[str, object] | None = None
+    path: str | Path,
+    settings: ParseSettings | None = None,
+    metadata: dict[str, object] | None = None,
 ) -> ParsedDocument:
     """Parse one file in this process. Raises ParseError with a category."""
     settings = settings or ParseSettings()
@@ -91,7 +103,9 @@ def parse_file(
         format=fmt,
         page_count=max(len(doc.pages), 1),
         parser=parser,
-        status="partial" if partial or any("page" in w for w in warnings if "failed" in w) else "success",
+        status="partial"
+        if partial or any("page" in w for w in warnings if "failed" in w)
+        else "success",
         warnings=tuple(warnings),
         metadata=dict(metadata or {}),
     )

@@ -60,7 +60,9 @@ def sniff_format(path: Path, head: bytes) -> str:
         for fmt, prefix in _OFFICE_MAIN_PART.items():
             if any(n.startswith(prefix) for n in names):
                 return fmt
-        raise ParseError(Category.UNSUPPORTED, f"ZIP archive that is not an office document ({ext})")
+        raise ParseError(
+            Category.UNSUPPORTED, f"ZIP archive that is not an office document ({ext})"
+        )
     if head.startswith((b"\x89PNG", b"\xff\xd8\xff", b"II*\x00", b"MM\x00*", b"BM")):
         return "image"
     if head.startswith(b"\xd0\xcf\x11\xe0"):
@@ -131,9 +133,7 @@ def check_pdf(path: Path, settings: ParseSettings) -> int:
     if pages == 0:
         raise ParseError(Category.EMPTY, "PDF has no pages")
     if pages > settings.max_pages:
-        raise ParseError(
-            Category.TOO_LARGE, f"PDF has {pages} pages (limit {settings.max_pages})"
-        )
+        raise ParseError(Category.TOO_LARGE, f"PDF has {pages} pages (limit {settings.max_pages})")
     return pages
 
 

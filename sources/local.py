@@ -14,7 +14,9 @@ from corpusflow.errors import ConfigurationError
 from corpusflow.settings import SourceSettings
 
 # Editor/OS droppings that are never documents.
-_SKIP_NAMES = re.compile(r"^(?:~\$.*|\.~lock\..*|\.DS_Store|Thumbs\.db|desktop\.ini|.*~|.*\.tmp|.*\.swp)$")
+_SKIP_NAMES = re.compile(
+    r"^(?:~\$.*|\.~lock\..*|\.DS_Store|Thumbs\.db|desktop\.ini|.*~|.*\.tmp|.*\.swp)$"
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -77,6 +77,14 @@ class Store:
         except (ValueError, OSError):  # created meanwhile by another handle
             return self.db.open_table(name)
 
+    def read_columns(self, name: str, columns: Sequence[str], where: str | None = None) -> pa.Table:
+        """Selected columns of every (matching) row of a table, as Arrow."""
+        table = self.db.open_table(name)
+        query = table.search().select(list(columns))
+        if where:
+            query = query.where(where)
+        return query.limit(max(int(table.count_rows()), 1)).to_arrow().select(list(columns))
+
     def table_names(self) -> list[str]:
         names: list[str] = []
         token = None
@@ -98,7 +106,9 @@ class Store:
     def upsert_ledger(self, rows: Sequence[Mapping[str, Any]]) -> None:
         if not rows:
             return
-        full = [{f.name: r.get(f.name) for f in LEDGER_SCHEMA} | {"updated_at": now()} for r in rows]
+        full = [
+            {f.name: r.get(f.name) for f in LEDGER_SCHEMA} | {"updated_at": now()} for r in rows
+        ]
         table = self._open_or_create(self.name("documents"), LEDGER_SCHEMA)
         data = pa.Table.from_pylist(full, schema=LEDGER_SCHEMA)
         (
@@ -196,7 +206,7 @@ class Store:
         name = self.chunk_table_name(suffix)
         if not self.exists(name):
             return {}
-        col = self.db.open_table(name).to_arrow(columns=["doc_id"]).column("doc_id")
+        col = self.read_columns(name, ["doc_id"]).column("doc_id")
         counts: dict[str, int] = {}
         for value in col.to_pylist():
             counts[value] = counts.get(value, 0) + 1
@@ -233,9 +243,9 @@ class Store:
             "parent_table": self.parent_table_name(suffix),
             "model_fingerprint": model.get("fingerprint"),
             "model_json": json.dumps(dict(model)),
-            "previous_chunk_table": prev_table if prev_table != chunk_table else (
-                previous or {}
-            ).get("previous_chunk_table"),
+            "previous_chunk_table": prev_table
+            if prev_table != chunk_table
+            else (previous or {}).get("previous_chunk_table"),
             "updated_at": now(),
         }
         data = pa.Table.from_pylist([row], schema=POINTER_SCHEMA)

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Create .venv at the repository root and install corpusflow with pinned dependencies.
+# Usage: scripts/install.sh [extras]   e.g. scripts/install.sh dev
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+spec="."
+if [ -n "${1:-}" ]; then spec=".[$1]"; fi
+# constraints.txt pins the whole resolved set; torch 2.13.0 resolves to the CPU
+# build where a local wheel directory provides one.
+.venv/bin/python -m pip install --disable-pip-version-check -q -c constraints.txt -e "$spec"

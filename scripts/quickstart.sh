@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Install, ingest the bundled sample corpus with the embedded defaults
+# (local LanceDB in .corpusflow/db, Prefect without a server, the bundled
+# offline MiniLM model), then run a sample search.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install.sh
+.venv/bin/corpusflow ingest samples/corpus --db .corpusflow/db
+.venv/bin/corpusflow search "What is the nightly hotel cap in Tier 1 cities?" --db .corpusflow/db -k 3

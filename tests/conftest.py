@@ -1,0 +1,76 @@
+"""Shared fixtures. Everything runs offline: no hub downloads, no Prefect telemetry."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+_PREFECT_HOME = tempfile.mkdtemp(prefix="corpusflow-prefect-")
+for key, value in {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "HF_HUB_DISABLE_TELEMETRY": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+    "DO_NOT_TRACK": "1",
+    "PREFECT_HOME": _PREFECT_HOME,
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "PREFECT_LOGGING_LEVEL": "WARNING",
+    "PREFECT_SERVER_LOGGING_LEVEL": "ERROR",
+}.items():
+    os.environ[key] = value
+# Tests never read the developer's own settings.
+for key in [k for k in os.environ if k.startswith("CORPUSFLOW_")]:
+    del os.environ[key]
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLES = REPO / "samples" / "corpus"
+SHARED = REPO.parent / "shared" / "corpus" / "docling"
+
+
+@pytest.fixture(scope="session")
+def samples_dir() -> Path:
+    return SAMPLES
+
+
+@pytest.fixture(scope="session")
+def shared_corpus() -> Path:
+    if not SHARED.is_dir():
+        pytest.skip("../shared/corpus is not present")
+    return SHARED
+
+
+@pytest.fixture()
+def corpus(tmp_path: Path) -> Path:
+    """A private, writable copy of the bundled sample corpus."""
+    dst = tmp_path / "corpus"
+    shutil.copytree(SAMPLES, dst)
+    return dst
+
+
+@pytest.fixture(scope="session")
+def tiny_bgem3(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.helpers.tiny_models import build_tiny_bgem3
+
+    return build_tiny_bgem3(tmp_path_factory.mktemp("tiny-bgem3"))
+
+
+@pytest.fixture(scope="session")
+def prefect_server() -> Iterator[None]:
+    """One ephemeral Prefect API (SQLite in a temp dir) for the flow tests."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield
+
+
+@pytest.fixture(scope="session")
+def minilm_tokenizer():  # type: ignore[no-untyped-def]
+    from corpusflow.settings import EmbedSettings
+    from embedding import load_embedder
+
+    return load_embedder(EmbedSettings()).tokenizer()

@@ -1,0 +1,84 @@
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chunking import chunk_document
+from corpusflow.settings import ChunkSettings
+from parsers import parse_file
+
+
+def _chunks(path: Path, tokenizer: Any, max_tokens: int = 128, **kw: Any):  # type: ignore[no-untyped-def]
+    return chunk_document(parse_file(path), "doc1", tokenizer, max_tokens, ChunkSettings(**kw))
+
+
+def test_no_chunk_exceeds_token_max(samples_dir: Path, minilm_tokenizer: Any) -> None:
+    for path in sorted(samples_dir.iterdir()):
+        cs = _chunks(path, minilm_tokenizer, max_tokens=64)
+        assert cs.children, path.name
+        for c in cs.children:
+            n = len(minilm_tokenizer.encode(c.embed_text, add_special_tokens=False))
+            assert n <= 64, (path.name, n, c.embed_text)
+
+
+def test_shared_corpus_chunks_respect_max(shared_corpus: Path, minilm_tokenizer: Any) -> None:
+    files = [
+        p
+        for p in sorted(shared_corpus.glob("*/*.*"))
+        if p.suffix in {".pdf", ".docx", ".html", ".pptx", ".xlsx"}
+    ]
+    files = [p for p in files if "password" not in str(p)]
+    assert len(files) > 20
+    for path in files:
+        cs = _chunks(path, minilm_tokenizer, max_tokens=256)
+        for c in cs.children:
+            assert len(minilm_tokenizer.encode(c.embed_text, add_special_tokens=False)) <= 256
+
+
+def test_chunks_carry_headings_pages_and_parents(samples_dir: Path, minilm_tokenizer: Any) -> None:
+    cs = _chunks(samples_dir / "field_handbook.pdf", minilm_tokenizer)
+    by_text = {c.text: c for c in cs.children}
+    rma = next(c for t, c in by_text.items() if "RMA number" in t)
+    assert "Returns" in rma.heading_path[-1]
+    assert rma.page_numbers == (2,)
+    parents = {p.parent_id: p for p in cs.parents}
+    assert rma.text in parents[rma.parent_id].text
+    # the context prefix situates the chunk: title and section breadcrumb
+    assert "Returns" in rma.context
+    assert rma.embed_text.startswith(rma.context)
+
+
+def test_table_rows_read_on_their_own(samples_dir: Path, minilm_tokenizer: Any) -> None:
+    cs = _chunks(samples_dir / "travel_policy.docx", minilm_tokenizer)
+    table_chunk = next(c for c in cs.children if "CNY" in c.text)
+    assert "Tier 1" in table_chunk.text and "500" in table_chunk.text
+    assert "Nightly cap" in table_chunk.text  # the header travels with the row
+
+
+def test_chunk_ids_are_deterministic(samples_dir: Path, minilm_tokenizer: Any) -> None:
+    a = _chunks(samples_dir / "travel_policy.docx", minilm_tokenizer)
+    b = _chunks(samples_dir / "travel_policy.docx", minilm_tokenizer)
+    assert [c.chunk_id for c in a.children] == [c.chunk_id for c in b.children]
+    assert len({c.chunk_id for c in a.children}) == len(a.children)
+    c = _chunks(samples_dir / "travel_policy.docx", minilm_tokenizer, contextual="none")
+    assert [x.chunk_id for x in c.children] != [x.chunk_id for x in a.children]
+    assert all(x.context == "" for x in c.children)
+
+
+@pytest.mark.parametrize("budget", [64, 1024])
+def test_parent_budget_is_respected(samples_dir: Path, minilm_tokenizer: Any, budget: int) -> None:
+    cs = _chunks(
+        samples_dir / "field_handbook.pdf",
+        minilm_tokenizer,
+        max_tokens=48,
+        parent_max_tokens=budget,
+    )
+    ids = {c.parent_id for c in cs.children}
+    assert ids == {p.parent_id for p in cs.parents}
+    for p in cs.parents:
+        members = [c for c in cs.children if c.parent_id == p.parent_id]
+        if len(members) > 1:
+            assert (
+                sum(len(minilm_tokenizer.encode(m.text, add_special_tokens=False)) for m in members)
+                <= budget
+            )

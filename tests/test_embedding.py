@@ -1,0 +1,111 @@
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from corpusflow.errors import ConfigurationError
+from corpusflow.settings import EmbedSettings
+from embedding import embed_texts, load_embedder, resolve_model
+from tests.helpers.tiny_models import build_tiny_bgem3
+
+TEXTS = [
+    "hotel cap for tier one",
+    "lockout checklist before a cabinet",
+    "spares ship same day",
+    "表格 数据",
+]
+
+
+def test_default_model_is_bundled_minilm() -> None:
+    spec = resolve_model(EmbedSettings())
+    assert spec.model_id == "sentence-transformers/all-MiniLM-L6-v2"
+    assert (spec.dim, spec.max_length, spec.pooling, spec.backend) == (
+        384,
+        256,
+        "mean",
+        "sentence-transformers",
+    )
+    emb = load_embedder(EmbedSettings(), spec).embed(TEXTS, batch_size=2)
+    assert emb.dense.shape == (4, 384)
+    assert emb.sparse is None
+    np.testing.assert_allclose(np.linalg.norm(emb.dense, axis=1), 1.0, atol=1e-5)
+
+
+def test_bge_m3_path_dense_and_sparse(tiny_bgem3: Path) -> None:
+    settings = EmbedSettings(model=str(tiny_bgem3))
+    spec = resolve_model(settings)
+    assert spec.backend == "bge-m3"
+    embedder = load_embedder(settings, spec)
+    out = embedder.embed(TEXTS, batch_size=3)
+    assert out.dense.shape == (4, 32)
+    np.testing.assert_allclose(np.linalg.norm(out.dense, axis=1), 1.0, atol=1e-5)
+    assert out.sparse is not None and len(out.sparse) == 4
+    tok = embedder.tokenizer()
+    ids = set(tok.encode(TEXTS[0], add_special_tokens=False))
+    assert out.sparse[0] and set(out.sparse[0]) <= ids  # weights keyed by the text's token ids
+    assert all(w > 0 for w in out.sparse[0].values())
+    again = embedder.embed(TEXTS, batch_size=1)  # batch size must not change the vectors
+    np.testing.assert_allclose(again.dense, out.dense, atol=1e-5)
+    assert again.sparse is not None and again.sparse[0].keys() == out.sparse[0].keys()
+
+
+def test_fingerprint_changes_with_the_model(tiny_bgem3: Path, tmp_path: Path) -> None:
+    other = build_tiny_bgem3(tmp_path / "other", seed=1)
+    a = resolve_model(EmbedSettings(model=str(tiny_bgem3)))
+    b = resolve_model(EmbedSettings(model=str(other)))
+    c = resolve_model(EmbedSettings(model=str(tiny_bgem3), max_length=64))
+    assert resolve_model(EmbedSettings(model=str(tiny_bgem3))).fingerprint == a.fingerprint
+    assert len({a.fingerprint, b.fingerprint, c.fingerprint}) == 3
+    assert a.table_suffix != b.table_suffix
+
+
+def test_unavailable_model_gives_an_actionable_error() -> None:
+    with pytest.raises(ConfigurationError) as err:
+        resolve_model(EmbedSettings(model="bge-m3"))
+    msg = str(err.value)
+    assert "BAAI/bge-m3" in msg and "CORPUSFLOW_EMBED__MODEL" in msg
+    with pytest.raises(ConfigurationError):
+        resolve_model(EmbedSettings(model="/no/such/model/dir"))
+
+
+class MemoryCheckpoint:
+    def __init__(self) -> None:
+        self.saved: dict[str, tuple[np.ndarray, dict[int, float] | None]] = {}
+
+    def load(self, ids):  # type: ignore[no-untyped-def]
+        return {i: self.saved[i] for i in ids if i in self.saved}
+
+    def save(self, ids, dense, sparse):  # type: ignore[no-untyped-def]
+        for n, i in enumerate(ids):
+            self.saved[i] = (dense[n], sparse[n] if sparse else None)
+
+
+def test_checkpointed_batches_are_not_recomputed(tiny_bgem3: Path) -> None:
+    embedder = load_embedder(EmbedSettings(model=str(tiny_bgem3)))
+    ids = [f"c{i}" for i in range(10)]
+    texts = [f"sentence number {i} about hotel caps" for i in range(10)]
+    ckpt = MemoryCheckpoint()
+    first = embed_texts(embedder, ids[:6], texts[:6], batch_size=2, checkpoint=ckpt)
+    calls = embedder.model.encode_calls  # type: ignore[attr-defined]
+    assert calls == 3 and len(ckpt.saved) == 6
+    second = embed_texts(embedder, ids, texts, batch_size=2, checkpoint=ckpt)
+    assert embedder.model.encode_calls - calls == 2  # type: ignore[attr-defined]  # only the 4 new
+    np.testing.assert_allclose(second["c0"][0], first["c0"][0])
+    assert set(second) == set(ids)
+
+
+def test_out_of_memory_halves_the_batch(tiny_bgem3: Path) -> None:
+    embedder = load_embedder(EmbedSettings(model=str(tiny_bgem3)))
+    real = embedder._encode  # type: ignore[attr-defined]
+    sizes: list[int] = []
+
+    def flaky(batch: list[str]):  # type: ignore[no-untyped-def]
+        sizes.append(len(batch))
+        if len(batch) > 2:
+            raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return real(batch)
+
+    embedder._encode = flaky  # type: ignore[attr-defined]
+    out = embedder.embed(TEXTS * 2, batch_size=8)
+    assert out.dense.shape == (8, 32)
+    assert sizes[:3] == [8, 4, 2]
