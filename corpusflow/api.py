@@ -82,11 +82,11 @@ def search(query: str, settings: Settings, k: int = 5) -> list[dict[str, Any]]:
 
 def status(settings: Settings) -> dict[str, Any]:
     store = Store(settings.storage.db, settings.storage.collection)
-    ledger = store.ledger()
+    active = store.active()
+    ledger = store.ledger(store.suffix_of(active["chunk_table"])) if active else {}
     by_status: dict[str, int] = {}
     for row in ledger.values():
         by_status[row["status"]] = by_status.get(row["status"], 0) + 1
-    active = store.active()
     out: dict[str, Any] = {
         "db": settings.storage.db,
         "collection": settings.storage.collection,
@@ -107,6 +107,7 @@ def status(settings: Settings) -> dict[str, Any]:
             table_version=int(table.version),
             rows=int(table.count_rows()),
         )
+    out["tables"] = store.model_tables()
     run = store.last_run()
     if run is not None:
         report = json.loads(run["report_json"])

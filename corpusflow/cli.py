@@ -130,6 +130,96 @@ def ingest(
         _print_report(report)
 
 
+@app.command()
+def reindex(
+    source: Annotated[str, typer.Argument(help="The source directory of the collection.")],
+    model: Annotated[str, typer.Option("--model", help="The new embedding model.")],
+    db: DbOpt = None,
+    config: ConfigOpt = None,
+    collection: CollectionOpt = None,
+    force_delete: Annotated[
+        bool, typer.Option("--force-delete", help="Override the deletion guard.")
+    ] = False,
+) -> None:
+    """Rebuild the index for MODEL beside the live table (from the parse cache, resumable),
+    validate it and switch readers to it atomically. The old table stays for rollback."""
+    settings = _settings(config, db, model, collection)
+    configure_environment()
+    from corpusflow.errors import ConfigurationError, CorpusflowError
+    from corpusflow.pipeline import preflight
+
+    try:
+        preflight(source, settings)
+        from flows.reindex import reindex_flow
+
+        report = reindex_flow(source, settings.model_dump_json(), force_delete=force_delete)
+    except ConfigurationError as exc:
+        _fail(str(exc))
+    except CorpusflowError as exc:
+        _fail(str(exc), code=1)
+    _print_report(report)
+    if report["activated"]:
+        typer.echo(f"active table is now {report['chunk_table']}")
+
+
+@app.command()
+def rollback(db: DbOpt = None, config: ConfigOpt = None, collection: CollectionOpt = None) -> None:
+    """Switch readers back to the previous table (the one a reindex replaced)."""
+    settings = _settings(config, db, None, collection)
+    configure_environment()
+    from corpusflow.errors import CorpusflowError
+    from flows.maintenance import rollback as do_rollback
+
+    try:
+        pointer = do_rollback(settings)
+    except (LookupError, CorpusflowError) as exc:
+        _fail(str(exc))
+    typer.echo(f"active table is now {pointer['chunk_table']}")
+    typer.echo(f"rollback target is {pointer['previous_chunk_table']}")
+
+
+@app.command()
+def retire(
+    table: Annotated[
+        str | None, typer.Argument(help="Chunk table to drop (default: the rollback target).")
+    ] = None,
+    db: DbOpt = None,
+    config: ConfigOpt = None,
+    collection: CollectionOpt = None,
+) -> None:
+    """Drop a non-active model table with its parents and ledger."""
+    settings = _settings(config, db, None, collection)
+    configure_environment()
+    from corpusflow.errors import CorpusflowError
+    from flows.maintenance import retire as do_retire
+
+    try:
+        dropped = do_retire(settings, table)
+    except (LookupError, ValueError, CorpusflowError) as exc:
+        _fail(str(exc))
+    for name in dropped:
+        typer.echo(f"dropped {name}")
+
+
+@app.command()
+def maintain(
+    db: DbOpt = None,
+    config: ConfigOpt = None,
+    collection: CollectionOpt = None,
+) -> None:
+    """Compact tables, update indexes and remove versions past the retention window."""
+    settings = _settings(config, db, None, collection)
+    configure_environment()
+    from corpusflow.errors import CorpusflowError
+    from flows.maintenance import maintain_flow
+
+    try:
+        report = maintain_flow(settings.model_dump_json())
+    except CorpusflowError as exc:
+        _fail(str(exc), code=1)
+    typer.echo(json.dumps(report, indent=2, default=str))
+
+
 @app.command("retry-failed")
 def retry_failed(
     source: Annotated[str, typer.Argument(help="The source directory of the collection.")],
@@ -244,6 +334,13 @@ def status(
         typer.echo(f"model       {m['model_id']} fingerprint {m['fingerprint']} dim {m['dim']}")
     else:
         typer.echo("active      none (run `corpusflow ingest`)")
+    for t in info["tables"]:
+        tags = ", ".join(f"{k}@{v}" for k, v in list(t["tags"].items())[-3:])
+        more = f" (+{len(t['tags']) - 3} more)" if len(t["tags"]) > 3 else ""
+        typer.echo(
+            f"table       {t['table']} v{t['version']} {t['rows']} rows {t['role']}"
+            + (f" tags: {tags}{more}" if tags else "")
+        )
     run = info["last_run"]
     if run:
         typer.echo(

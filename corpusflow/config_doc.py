@@ -37,10 +37,7 @@ collection = "handbooks"
 
 
 def _default(field: Any) -> str:
-    if field.default_factory is not None:
-        value = field.default_factory()
-    else:
-        value = field.default
+    value = field.default_factory() if field.default_factory is not None else field.default
     if isinstance(value, BaseModel):
         return ""
     return json.dumps(value)

@@ -13,7 +13,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from chunking import ChunkSet, chunker_fingerprint
-from corpusflow.errors import TERMINAL_CATEGORIES, Category, ConfigurationError, DocumentError
+from corpusflow.errors import (
+    TERMINAL_CATEGORIES,
+    Category,
+    ConfigurationError,
+    CorpusflowError,
+    DocumentError,
+)
 from corpusflow.settings import Settings
 from embedding import Embedder, ModelSpec, embed_texts
 from parsers import ParsedDocument, parser_fingerprint
@@ -25,12 +31,17 @@ class DeletionGuardError(ConfigurationError):
     """A run would delete too large a share of the index (the source probably vanished)."""
 
 
+class ValidationFailedError(CorpusflowError):
+    """A rebuilt table did not validate; the active pointer was left alone."""
+
+
 @dataclass(frozen=True, slots=True)
 class Fingerprints:
     parser: str
     chunker: str
     model: str
     max_tokens: int
+    table_suffix: str  # names the chunk, parent, staging and ledger tables of this model
 
     @classmethod
     def of(cls, settings: Settings, spec: ModelSpec) -> Fingerprints:
@@ -40,15 +51,32 @@ class Fingerprints:
             chunker=chunker_fingerprint(settings.chunk, max_tokens, spec.model_id + spec.revision),
             model=spec.fingerprint,
             max_tokens=max_tokens,
+            table_suffix=spec.table_suffix,
         )
+
+
+def choose_model(settings: Settings, store: Store) -> ModelSpec:
+    """The configured model; when none is configured, the active table's model (or minilm)."""
+    from embedding import resolve_model
+
+    embed = settings.embed
+    if embed.model is None:
+        active = store.active()
+        if active is not None:
+            prior = json.loads(active["model_json"])
+            embed = embed.model_copy(
+                update={
+                    "model": prior["name"],
+                    "max_length": embed.max_length or prior["max_length"],
+                }
+            )
+    return resolve_model(embed)
 
 
 def preflight(source: str, settings: Settings) -> ModelSpec:
     """Fail fast, before any flow starts, on a missing source or an unloadable model."""
-    from embedding import resolve_model
-
     LocalSource(source, settings.source).check()
-    return resolve_model(settings.embed)
+    return choose_model(settings, Store(settings.storage.db, settings.storage.collection))
 
 
 def chunk_max_tokens(settings: Settings, spec: ModelSpec) -> int:
@@ -85,7 +113,7 @@ def plan_changes(
     only_failed: bool = False,
 ) -> Plan:
     """Compare the source listing with the ledger."""
-    ledger = store.ledger()
+    ledger = store.ledger(fps.table_suffix)
     plan = Plan()
     seen: set[str] = set()
     for f in source.list():
@@ -300,7 +328,8 @@ def write_batch(
     )
     # Only now that the chunks are committed does the ledger record the new hash.
     store.upsert_ledger(
-        [ledger_row(p.item, fps, "indexed", p.parsed, len(p.chunks.children)) for p in batch]
+        fps.table_suffix,
+        [ledger_row(p.item, fps, "indexed", p.parsed, len(p.chunks.children)) for p in batch],
     )
     return len(chunk_rows), version
 
@@ -319,7 +348,7 @@ def record_failures(
             # Remember which bytes failed so they are not retried until they change.
             row["content_sha256"] = item.sha256 or None
         rows.append(row)
-    store.upsert_ledger(rows)
+    store.upsert_ledger(fps.table_suffix, rows)
 
 
 def record_deletions(deleted: Sequence[dict[str, Any]], store: Store, suffix: str) -> None:
@@ -327,7 +356,8 @@ def record_deletions(deleted: Sequence[dict[str, Any]], store: Store, suffix: st
         return
     store.delete_documents(suffix, [r["doc_id"] for r in deleted])
     store.upsert_ledger(
-        [r | {"status": "deleted", "content_sha256": None, "chunk_count": 0} for r in deleted]
+        suffix,
+        [r | {"status": "deleted", "content_sha256": None, "chunk_count": 0} for r in deleted],
     )
 
 
@@ -342,9 +372,12 @@ class RunReport:
     unchanged: int = 0
     deleted: int = 0
     failed: int = 0
+    parsed: int = 0  # documents actually parsed (not served by the parse cache)
+    parse_cache_hits: int = 0
     chunks_written: int = 0
     chunk_table: str = ""
     chunk_table_version: int | None = None
+    activated: bool = False
     model: str = ""
     elapsed_s: float = 0.0
     stage_s: dict[str, float] = field(default_factory=dict)

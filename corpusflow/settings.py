@@ -91,9 +91,12 @@ class ChunkSettings(_Section):
 
 
 class EmbedSettings(_Section):
-    model: str = Field(
-        "minilm",
-        description="Preset name (minilm, bge-m3), a Hugging Face model id, or a local directory.",
+    model: str | None = Field(
+        None,
+        description=(
+            "Preset name (minilm, bge-m3), a Hugging Face model id, or a local directory. "
+            "Unset: the active table's model, or minilm for a new collection."
+        ),
     )
     device: Literal["auto", "cpu", "cuda"] = "auto"
     batch_size: int = Field(32, ge=1)
@@ -114,6 +117,24 @@ class StorageSettings(_Section):
         ge=0.0,
         le=1.0,
         description="Refuse a run that would delete more than this share of indexed documents.",
+    )
+    vector_index_min_rows: int = Field(
+        50_000, ge=1, description="Build a vector index only once a chunk table has this many rows."
+    )
+    ivf_pq_min_rows: int = Field(
+        2_000_000,
+        ge=1,
+        description="From this many rows use IVF_PQ (compact) instead of IVF_HNSW_SQ.",
+    )
+    retention_days: float = Field(
+        7.0,
+        ge=0.0,
+        description="`corpusflow maintain` removes table versions older than this (tagged versions stay).",
+    )
+    tag_retention_days: float = Field(
+        30.0,
+        ge=0.0,
+        description="`corpusflow maintain` deletes run tags older than this, unpinning their versions.",
     )
     lease_wait_s: float = Field(
         0.0, ge=0.0, description="Wait this long for another run's lease; 0 = fail at once."

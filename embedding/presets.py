@@ -81,7 +81,7 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 def resolve_model(settings: EmbedSettings) -> ModelSpec:
     """Work out what the configured model is, without loading its weights."""
-    name = settings.model.strip()
+    name = (settings.model or "minilm").strip()
     key = _ALIASES.get(name.lower(), name.lower())
     if key == "minilm":
         model_id, default_len = PRESETS["minilm"]

@@ -25,7 +25,9 @@ from corpusflow.pipeline import (
     Processed,
     RunReport,
     StageTimer,
+    ValidationFailedError,
     WorkItem,
+    choose_model,
     chunk_parsed,
     parse_document,
     plan_changes,
@@ -34,10 +36,11 @@ from corpusflow.pipeline import (
     write_batch,
 )
 from corpusflow.settings import Settings
-from embedding import Embedder, load_embedder, resolve_model
+from embedding import Embedder, load_embedder
 from parsers import ParserPool
 from sources import LocalSource
 from storage import Store, write_lease
+from storage.maintenance import ensure_indexes
 
 
 class _Progress:
@@ -136,17 +139,24 @@ def run_refresh(
     force_delete: bool = False,
     only_failed: bool = False,
     publish: bool = True,
+    activate: bool = False,
+    kind: str = "refresh",
 ) -> RunReport:
-    """The refresh, under the collection's write lease. Called inside the flow."""
+    """The refresh, under the collection's write lease. Called inside the flow.
+
+    With ``activate``, the table built for the configured model is validated and
+    made active (a reindex); otherwise a new collection's first table becomes
+    active and a table for a different model is built beside the active one.
+    """
     logger = get_run_logger()
     started = time.time()
     timer = StageTimer()
     src = LocalSource(source, settings.source)
     src.check()
-    spec = resolve_model(settings.embed)
+    store = Store(settings.storage.db, settings.storage.collection)
+    spec = choose_model(settings, store)
     embedder = load_embedder(settings.embed, spec)
     fps = Fingerprints.of(settings, spec)
-    store = Store(settings.storage.db, settings.storage.collection)
     report = RunReport(run_id=uuid.uuid4().hex[:12], collection=settings.storage.collection)
     report.model = f"{spec.model_id} ({spec.fingerprint})"
     report.chunk_table = store.chunk_table_name(spec.table_suffix)
@@ -172,7 +182,7 @@ def run_refresh(
             len(plan.deleted),
         )
         if plan.touched:
-            store.upsert_ledger(plan.touched)
+            store.upsert_ledger(fps.table_suffix, plan.touched)
         failures: list[tuple[WorkItem, DocumentError]] = []
         progress = stack.enter_context(_Progress(settings.run.progress))
         if plan.work:
@@ -202,6 +212,10 @@ def run_refresh(
                     )
                     continue
                 batch.append(result)
+                if result.from_cache:
+                    report.parse_cache_hits += 1
+                else:
+                    report.parsed += 1
                 if len(batch) >= settings.storage.write_batch_docs:
                     batch_no += 1
                     report.chunks_written += _write(
@@ -231,19 +245,29 @@ def run_refresh(
             for i, e in failures
         ]
         active = store.active()
-        if store.exists(report.chunk_table) and (
-            active is None or active["chunk_table"] == report.chunk_table
-        ):
-            if active is None:
+        target = report.chunk_table
+        if store.exists(target):
+            switching = active is None or (activate and active["chunk_table"] != target)
+            if switching:
+                problems = store.validate(spec.table_suffix, spec.dim)
+                if problems:
+                    raise ValidationFailedError(
+                        f"{target} failed validation, the active table is unchanged: "
+                        + "; ".join(problems)
+                    )
                 store.set_active(spec.table_suffix, spec.to_dict())
+                report.activated = True
+            elif active is not None and active["chunk_table"] != target:
+                logger.warning(
+                    "built %s beside the active %s; `corpusflow reindex` validates and switches",
+                    target,
+                    active["chunk_table"],
+                )
+            if report.chunks_written or report.deleted or switching:
+                with timer.time("index"):
+                    ensure_indexes(store, target, settings.storage)
             report.chunk_table_version = store.tag_version(
-                spec.table_suffix, f"refresh-{report.run_id}"
-            )
-        elif active is not None:
-            logger.warning(
-                "model changed: wrote %s; readers still use %s until `corpusflow reindex` switches",
-                report.chunk_table,
-                active["chunk_table"],
+                spec.table_suffix, f"{kind}-{report.run_id}"
             )
         store.checkpoint(spec.table_suffix, spec.dim).clear()
         report.elapsed_s = time.time() - started
@@ -252,7 +276,7 @@ def run_refresh(
             {
                 "run_id": report.run_id,
                 "collection": report.collection,
-                "kind": "retry-failed" if only_failed else "refresh",
+                "kind": kind,
                 "started_at": datetime.fromtimestamp(started, UTC),
                 "finished_at": datetime.now(UTC),
                 "status": "completed",
@@ -301,4 +325,5 @@ def refresh_flow(
 ) -> dict[str, Any]:
     """Incremental refresh of one collection from ``source``."""
     settings = Settings.model_validate_json(settings_json)
-    return run_refresh(source, settings, force_delete, only_failed).to_dict()
+    kind = "retry-failed" if only_failed else "refresh"
+    return run_refresh(source, settings, force_delete, only_failed, kind=kind).to_dict()

@@ -11,4 +11,6 @@ spec="."
 if [ -n "${1:-}" ]; then spec=".[$1]"; fi
 # constraints.txt pins the whole resolved set; torch 2.13.0 resolves to the CPU
 # build where a local wheel directory provides one.
-.venv/bin/python -m pip install --disable-pip-version-check -q -c constraints.txt -e "$spec"
+# (The filter drops pip's notices about this machine's empty local index folders.)
+{ .venv/bin/python -m pip install --disable-pip-version-check -q -c constraints.txt -e "$spec" 2>&1; } \
+  | { grep -v "^WARNING: Location 'file://" || true; }

@@ -45,7 +45,9 @@ POINTER_SCHEMA = pa.schema(
         pa.field("parent_table", pa.string()),
         pa.field("model_fingerprint", pa.string()),
         pa.field("model_json", pa.string()),
-        pa.field("previous_chunk_table", pa.string()),
+        pa.field("previous_chunk_table", pa.string()),  # the rollback target
+        pa.field("previous_parent_table", pa.string()),
+        pa.field("previous_model_json", pa.string()),
         pa.field("updated_at", pa.timestamp("us", tz="UTC")),
     ]
 )

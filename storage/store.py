@@ -1,7 +1,9 @@
 """Every Lance table of one collection, behind one small class.
 
 Tables (``<collection>__<kind>``):
-- ``documents``: the document ledger, one row per source file;
+- ``documents__<model>``: the document ledger of that model's chunk table, one
+  row per source file (each index build has its own, so a rebuild beside the
+  live table never disturbs the live table's bookkeeping);
 - ``parse_cache``: ParsedDocument JSON keyed by (content sha256, parser fingerprint);
 - ``chunks__<model>`` / ``parents__<model>``: chunk and parent rows per embedding
   model fingerprint (a model change means new tables, never mixed vectors);
@@ -96,20 +98,27 @@ class Store:
                 return [n for n in names if n.startswith(f"{self.collection}__")]
 
     # -- ledger ---------------------------------------------------------------
-    def ledger(self) -> dict[str, dict[str, Any]]:
-        name = self.name("documents")
+    def ledger_name(self, suffix: str) -> str:
+        return self.name("documents", suffix)
+
+    def suffix_of(self, chunk_table: str) -> str:
+        return chunk_table.removeprefix(self.name("chunks") + "__")
+
+    def ledger(self, suffix: str) -> dict[str, dict[str, Any]]:
+        """The document ledger of one model's chunk table (one ledger per index build)."""
+        name = self.ledger_name(suffix)
         if not self.exists(name):
             return {}
         rows = self.db.open_table(name).to_arrow().to_pylist()
         return {r["doc_id"]: r for r in rows}
 
-    def upsert_ledger(self, rows: Sequence[Mapping[str, Any]]) -> None:
+    def upsert_ledger(self, suffix: str, rows: Sequence[Mapping[str, Any]]) -> None:
         if not rows:
             return
         full = [
             {f.name: r.get(f.name) for f in LEDGER_SCHEMA} | {"updated_at": now()} for r in rows
         ]
-        table = self._open_or_create(self.name("documents"), LEDGER_SCHEMA)
+        table = self._open_or_create(self.ledger_name(suffix), LEDGER_SCHEMA)
         data = pa.Table.from_pylist(full, schema=LEDGER_SCHEMA)
         (
             table.merge_insert("doc_id")
@@ -233,27 +242,155 @@ class Store:
         return rows[0] if rows else None
 
     def set_active(self, suffix: str, model: Mapping[str, Any]) -> None:
-        """Point readers at the chunk table of ``suffix``: one atomic overwrite commit."""
-        previous = self.active()
+        """Point readers at the chunk table of ``suffix`` in one atomic commit.
+
+        The table it replaces becomes the rollback target.
+        """
+        current = self.active()
         chunk_table = self.chunk_table_name(suffix)
-        prev_table = previous["chunk_table"] if previous else None
+        if current is not None and current["chunk_table"] == chunk_table:
+            previous = (
+                current["previous_chunk_table"],
+                current["previous_parent_table"],
+                current["previous_model_json"],
+            )
+        elif current is not None:
+            previous = (current["chunk_table"], current["parent_table"], current["model_json"])
+        else:
+            previous = (None, None, None)
+        self._write_pointer(
+            chunk_table, self.parent_table_name(suffix), json.dumps(dict(model)), *previous
+        )
+
+    def rollback(self) -> dict[str, Any]:
+        """Swap the active table with the previous one; returns the new pointer."""
+        current = self.active()
+        if current is None or not current["previous_chunk_table"]:
+            raise LookupError(
+                f"collection {self.collection!r} has no previous table to roll back to"
+            )
+        if not self.exists(current["previous_chunk_table"]):
+            raise LookupError(f"previous table {current['previous_chunk_table']} no longer exists")
+        self._write_pointer(
+            current["previous_chunk_table"],
+            current["previous_parent_table"],
+            current["previous_model_json"],
+            current["chunk_table"],
+            current["parent_table"],
+            current["model_json"],
+        )
+        active = self.active()
+        assert active is not None
+        return active
+
+    def forget_previous(self) -> None:
+        current = self.active()
+        if current is not None:
+            self._write_pointer(
+                current["chunk_table"],
+                current["parent_table"],
+                current["model_json"],
+                None,
+                None,
+                None,
+            )
+
+    def _write_pointer(
+        self,
+        chunk_table: str,
+        parent_table: str,
+        model_json: str,
+        prev_chunk: str | None,
+        prev_parent: str | None,
+        prev_model: str | None,
+    ) -> None:
         row = {
             "collection": self.collection,
             "chunk_table": chunk_table,
-            "parent_table": self.parent_table_name(suffix),
-            "model_fingerprint": model.get("fingerprint"),
-            "model_json": json.dumps(dict(model)),
-            "previous_chunk_table": prev_table
-            if prev_table != chunk_table
-            else (previous or {}).get("previous_chunk_table"),
+            "parent_table": parent_table,
+            "model_fingerprint": json.loads(model_json).get("fingerprint"),
+            "model_json": model_json,
+            "previous_chunk_table": prev_chunk,
+            "previous_parent_table": prev_parent,
+            "previous_model_json": prev_model,
             "updated_at": now(),
         }
         data = pa.Table.from_pylist([row], schema=POINTER_SCHEMA)
-        name = self.name("pointer")
-        if self.exists(name):
-            self.db.open_table(name).add(data, mode="overwrite")
-        else:
-            self._open_or_create(name, POINTER_SCHEMA).add(data, mode="overwrite")
+        self._open_or_create(self.name("pointer"), POINTER_SCHEMA).add(data, mode="overwrite")
+
+    def model_tables(self) -> list[dict[str, Any]]:
+        """Every chunk table of the collection with rows, version, tags and role."""
+        active = self.active() or {}
+        out = []
+        for name in sorted(self.table_names()):
+            if not name.startswith(self.name("chunks") + "__"):
+                continue
+            table = self.db.open_table(name)
+            tags = table.tags.list()
+            out.append(
+                {
+                    "table": name,
+                    "rows": int(table.count_rows()),
+                    "version": int(table.version),
+                    "tags": {t: int(v["version"]) for t, v in sorted(tags.items())},
+                    "role": "active"
+                    if name == active.get("chunk_table")
+                    else "previous"
+                    if name == active.get("previous_chunk_table")
+                    else "",
+                }
+            )
+        return out
+
+    def drop_model_tables(self, suffix_or_table: str) -> list[str]:
+        """Drop a model's chunk, parent and staging tables (never the active one)."""
+        prefix = self.name("chunks") + "__"
+        suffix = suffix_or_table.removeprefix(prefix)
+        active = self.active() or {}
+        if self.chunk_table_name(suffix) == active.get("chunk_table"):
+            raise ValueError("refusing to drop the active table; switch or roll back first")
+        dropped = []
+        for name in (
+            self.chunk_table_name(suffix),
+            self.parent_table_name(suffix),
+            self.name("staging", suffix),
+            self.ledger_name(suffix),
+        ):
+            if self.exists(name):
+                self.db.drop_table(name)
+                dropped.append(name)
+        if self.chunk_table_name(suffix) == active.get("previous_chunk_table"):
+            self.forget_previous()
+        return dropped
+
+    def validate(self, suffix: str, dim: int) -> list[str]:
+        """Problems that make a chunk table unfit to serve (empty list = valid)."""
+        name = self.chunk_table_name(suffix)
+        if not self.exists(name):
+            return [f"table {name} does not exist"]
+        problems = []
+        table = self.db.open_table(name)
+        field = table.schema.field("vector")
+        if getattr(field.type, "list_size", None) != dim:
+            problems.append(f"vector dimension {getattr(field.type, 'list_size', None)} != {dim}")
+        cols = self.read_columns(name, ["chunk_id", "doc_id"])
+        ids = cols.column("chunk_id").to_pylist()
+        if len(ids) != len(set(ids)):
+            problems.append(f"{len(ids) - len(set(ids))} duplicate chunk ids")
+        counts: dict[str, int] = {}
+        for d in cols.column("doc_id").to_pylist():
+            counts[d] = counts.get(d, 0) + 1
+        indexed = {d: r for d, r in self.ledger(suffix).items() if r["status"] == "indexed"}
+        expected = sum(int(r["chunk_count"] or 0) for r in indexed.values())
+        if len(ids) != expected:
+            problems.append(f"{len(ids)} rows but the ledger expects {expected}")
+        missing = [r["path"] for d, r in indexed.items() if counts.get(d, 0) != r["chunk_count"]]
+        if missing:
+            problems.append(f"{len(missing)} documents with wrong chunk counts, e.g. {missing[:3]}")
+        stray = set(counts) - set(indexed)
+        if stray:
+            problems.append(f"{len(stray)} documents in the table are not indexed in the ledger")
+        return problems
 
     # -- runs ------------------------------------------------------------------
     def record_run(self, row: Mapping[str, Any]) -> None:

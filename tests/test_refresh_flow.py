@@ -30,7 +30,9 @@ def _run(corpus: Path, settings: Settings, **kw: Any) -> dict[str, Any]:
 def _invariant(db: Path, corpus: Path, settings: Settings) -> None:
     """Nothing lost: every file once in the ledger, chunk counts match rows, no dup ids."""
     store = Store(str(db), settings.storage.collection)
-    ledger = store.ledger()
+    active = store.active()
+    assert active is not None
+    ledger = store.ledger(store.suffix_of(active["chunk_table"]))
     live = {r["path"]: r for r in ledger.values() if r["status"] != "deleted"}
     files = {p.relative_to(corpus).as_posix() for p in corpus.rglob("*") if p.is_file()}
     assert set(live) == files
@@ -130,7 +132,8 @@ def test_deletion_guard_refuses_to_wipe(corpus: Path, tmp_path: Path) -> None:
     with pytest.raises(DeletionGuardError):
         _run(corpus, settings)
     store = Store(str(db), "default")
-    assert sum(r["status"] == "indexed" for r in store.ledger().values()) == 7
+    suffix = store.suffix_of(store.active()["chunk_table"])
+    assert sum(r["status"] == "indexed" for r in store.ledger(suffix).values()) == 7
     forced = _run(corpus, settings, force_delete=True)
     assert forced["deleted"] == 5
 
@@ -141,9 +144,11 @@ def test_model_change_builds_a_new_table(corpus: Path, tmp_path: Path, tiny_bgem
             p.unlink()
     db = tmp_path / "db"
     first = _run(corpus, _settings(db))
+    assert first["parsed"] == 2
     second = _run(corpus, _settings(db, model=str(tiny_bgem3)))
     assert second["chunk_table"] != first["chunk_table"]
-    assert second["rechunked"] == 2
+    # the new model's table is built from the parse cache: nothing is parsed again
+    assert (second["new"], second["parsed"], second["parse_cache_hits"]) == (2, 0, 2)
     store = Store(str(db), "default")
     # readers stay on the old table until a reindex switches them
     assert store.active()["chunk_table"] == first["chunk_table"]

@@ -8,7 +8,7 @@ from corpusflow.settings import Settings, load_settings
 
 def test_defaults_are_offline_and_local() -> None:
     s = load_settings()
-    assert s.embed.model == "minilm"
+    assert s.embed.model is None  # the active table's model, else the bundled minilm
     assert s.storage.db == ".corpusflow/db"
     assert s.storage.collection == "default"
 
@@ -46,4 +46,6 @@ def test_configuration_reference_is_up_to_date() -> None:
     from corpusflow.config_doc import render
 
     doc = Path(__file__).resolve().parents[1] / "docs" / "configuration.md"
-    assert doc.read_text() == render(), "run: python -m corpusflow.config_doc > docs/configuration.md"
+    assert doc.read_text() == render(), (
+        "run: python -m corpusflow.config_doc > docs/configuration.md"
+    )

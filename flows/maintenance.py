@@ -1,0 +1,51 @@
+"""Maintenance: index upkeep, compaction, version cleanup, rollback and retirement."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect import flow, get_run_logger
+
+from corpusflow.settings import Settings
+from storage import Store, write_lease
+from storage.maintenance import compact, ensure_indexes
+
+
+@flow(name="corpusflow-maintain", log_prints=False)
+def maintain_flow(settings_json: str) -> dict[str, Any]:
+    """Compact every table, update indexes, clean up versions past retention."""
+    settings = Settings.model_validate_json(settings_json)
+    store = Store(settings.storage.db, settings.storage.collection)
+    with write_lease(
+        settings.storage.db, settings.storage.collection, settings.storage.lease_wait_s
+    ):
+        report: dict[str, Any] = {}
+        active = store.active()
+        if active is not None:
+            report["indexes"] = ensure_indexes(store, active["chunk_table"], settings.storage)
+        report["tables"] = compact(store, settings.storage)
+    get_run_logger().info("maintenance: %s", report)
+    return report
+
+
+def rollback(settings: Settings) -> dict[str, Any]:
+    """Make the previous table active again (and the current one the rollback target)."""
+    store = Store(settings.storage.db, settings.storage.collection)
+    with write_lease(
+        settings.storage.db, settings.storage.collection, settings.storage.lease_wait_s
+    ):
+        return store.rollback()
+
+
+def retire(settings: Settings, table: str | None = None) -> list[str]:
+    """Drop a non-active model table (default: the rollback target) and its ledger."""
+    store = Store(settings.storage.db, settings.storage.collection)
+    with write_lease(
+        settings.storage.db, settings.storage.collection, settings.storage.lease_wait_s
+    ):
+        if table is None:
+            active = store.active()
+            if active is None or not active["previous_chunk_table"]:
+                raise LookupError("there is no previous table to retire")
+            table = active["previous_chunk_table"]
+        return store.drop_model_tables(table)

@@ -1,0 +1,116 @@
+"""Indexes, compaction and version cleanup of a collection's tables.
+
+- Full-text index (Lance native) on ``embed_text`` (context + chunk), created on
+  first write and brought up to date by ``optimize`` after later writes.
+- Vector index only above ``storage.vector_index_min_rows`` rows (below it an
+  exact scan is fast and an index costs more to build than it saves):
+  IVF_HNSW_SQ up to ``storage.ivf_pq_min_rows``, IVF_PQ beyond (smaller in memory).
+- Compaction and cleanup of versions older than the retention window. Lance
+  never removes the latest (active) version, and tagged versions are kept.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from datetime import datetime, timedelta
+from typing import Any
+
+from corpusflow.settings import StorageSettings
+from storage.store import Store
+
+log = logging.getLogger(__name__)
+
+
+def _index_names(table: Any) -> dict[str, str]:
+    """column -> index type of a table's existing indexes."""
+    out = {}
+    for idx in table.list_indices():
+        cols = getattr(idx, "columns", None) or []
+        kind = str(getattr(idx, "index_type", ""))
+        for col in cols:
+            out[col] = kind
+    return out
+
+
+def vector_index_type(rows: int, settings: StorageSettings) -> str | None:
+    if rows < settings.vector_index_min_rows:
+        return None
+    return "IVF_PQ" if rows >= settings.ivf_pq_min_rows else "IVF_HNSW_SQ"
+
+
+def ensure_indexes(store: Store, table_name: str, settings: StorageSettings) -> dict[str, str]:
+    """Create missing indexes, bring existing ones up to date; returns what was done."""
+    from lancedb.index import FTS, HnswSq, IvfPq
+
+    table = store.db.open_table(table_name)
+    rows = int(table.count_rows())
+    done: dict[str, str] = {}
+    existing = _index_names(table)
+    if rows == 0:
+        return done
+    if "embed_text" not in existing:
+        table.create_index("embed_text", config=FTS())
+        done["embed_text"] = "created FTS"
+    wanted = vector_index_type(rows, settings)
+    if wanted and "vector" not in existing:
+        dim = table.schema.field("vector").type.list_size
+        partitions = max(1, int(math.sqrt(rows)))
+        config: Any = (
+            IvfPq(
+                distance_type="cosine", num_partitions=partitions, num_sub_vectors=max(1, dim // 16)
+            )
+            if wanted == "IVF_PQ"
+            else HnswSq(distance_type="cosine", num_partitions=partitions)
+        )
+        table.create_index("vector", config=config)
+        done["vector"] = f"created {wanted}"
+    if existing:
+        # Rows written since the indexes were built are searched exactly until merged in.
+        table.optimize()
+        done["optimize"] = "indexes updated"
+    return done
+
+
+def prune_tags(table: Any, older_than: timedelta) -> list[str]:
+    """Delete run tags whose version is older than ``older_than`` (never the latest version)."""
+    latest = int(table.version)
+    stamps = {int(v["version"]): v["timestamp"] for v in table.list_versions()}
+    cutoff = datetime.now() - older_than
+    removed = []
+    for tag, info in table.tags.list().items():
+        version = int(info["version"])
+        stamp = stamps.get(version)
+        if version != latest and stamp is not None and stamp < cutoff:
+            table.tags.delete(tag)
+            removed.append(tag)
+    return removed
+
+
+def compact(store: Store, settings: StorageSettings) -> dict[str, dict[str, Any]]:
+    """Compact every table of the collection and remove versions past retention.
+
+    Tags younger than ``tag_retention_days`` pin their versions; cleanup stops
+    short of the oldest pinned version so a tagged version is never removed.
+    """
+    report: dict[str, dict[str, Any]] = {}
+    for name in store.table_names():
+        table = store.db.open_table(name)
+        before = len(table.list_versions())
+        pruned = prune_tags(table, timedelta(days=settings.tag_retention_days))
+        retention = timedelta(days=settings.retention_days)
+        tagged = {int(v["version"]) for v in table.tags.list().values()}
+        if tagged:
+            oldest = min(
+                v["timestamp"] for v in table.list_versions() if int(v["version"]) in tagged
+            )
+            # Lance refuses to clean up a tagged version: stop just short of the oldest one.
+            retention = max(retention, datetime.now() - oldest + timedelta(milliseconds=1))
+        # compaction, index merge, then removal of versions older than the window
+        table.optimize(cleanup_older_than=retention)
+        report[name] = {
+            "versions_before": before,
+            "versions_after": len(table.list_versions()),
+            "tags_pruned": len(pruned),
+        }
+    return report
