@@ -1,18 +1,33 @@
-"""Read side: search the active table of a collection (what a RAG service calls)."""
+"""Read side: search a collection's tables (what a RAG service calls) and report status.
+
+Modes:
+- ``dense``: cosine similarity of the query embedding (LanceDB vector search);
+- ``keyword``: LanceDB full-text search (BM25) on the contextualised chunk text;
+- ``sparse``: BGE-M3 lexical weights, dot product of query and chunk token weights;
+- ``hybrid``: reciprocal rank fusion of dense with sparse (when the model has a
+  sparse head) or keyword, ``score = sum 1 / (rrf_k + rank)``.
+
+Filters are applied inside LanceDB before ranking (prefilter), so a chunk a user
+may not read is never a candidate: ``groups`` keeps chunks whose ACL names one of
+the user's groups, or that have no ACL.
+"""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from corpusflow.errors import ConfigurationError
 from corpusflow.settings import Settings
-from embedding import ModelSpec, load_embedder
+from embedding import Embedder, ModelSpec, load_embedder
 from storage import Store
 from storage.store import sql_in
 
+Mode = Literal["dense", "sparse", "keyword", "hybrid"]
+MODES: tuple[str, ...] = ("dense", "sparse", "keyword", "hybrid")
 _COLUMNS = [
-    "_distance",
     "chunk_id",
     "doc_id",
     "parent_id",
@@ -22,62 +37,228 @@ _COLUMNS = [
     "page_numbers",
     "path",
     "title",
+    "format",
+    "metadata_json",
+    "acl_groups",
 ]
+
+
+def _quote(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+@dataclass(frozen=True)
+class Filters:
+    path_prefix: str | None = None
+    format: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)  # exact values of metadata fields
+    groups: Sequence[str] | None = None  # the reader's groups; None = no ACL check (admin)
+
+    def where(self) -> str | None:
+        clauses = []
+        if self.path_prefix:
+            escaped = self.path_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            clauses.append(f"path LIKE {_quote(escaped + '%')}")
+        if self.format:
+            clauses.append(f"format = {_quote(self.format)}")
+        if self.groups is not None:
+            groups = ", ".join(_quote(g) for g in self.groups) or "''"
+            clauses.append(f"(acl_groups IS NULL OR array_has_any(acl_groups, [{groups}]))")
+        return " AND ".join(clauses) or None
+
+    def accepts(self, row: dict[str, Any]) -> bool:
+        if not self.metadata:
+            return True
+        meta = json.loads(row.get("metadata_json") or "{}")
+        return all(meta.get(k) == v for k, v in self.metadata.items())
 
 
 def active_spec(store: Store) -> tuple[dict[str, Any], ModelSpec]:
     active = store.active()
     if active is None:
         raise ConfigurationError(
-            f"collection {store.collection!r} in {store.uri} has no active table; run `corpusflow ingest` first"
+            f"collection {store.collection!r} in {store.uri} has no active table; "
+            "run `corpusflow ingest` first"
         )
-    fields = json.loads(active["model_json"])
+    return active, spec_from_json(active["model_json"])
+
+
+def spec_from_json(model_json: str) -> ModelSpec:
+    fields = json.loads(model_json)
     fields.pop("fingerprint", None)
-    return active, ModelSpec(**fields)
+    return ModelSpec(**fields)
 
 
-def search(query: str, settings: Settings, k: int = 5) -> list[dict[str, Any]]:
-    """Top-k child chunks by dense similarity, each with its parent section text."""
-    store = Store(settings.storage.db, settings.storage.collection)
-    active, spec = active_spec(store)
-    embedder = load_embedder(settings.embed, spec)
-    vector = embedder.embed([query], batch_size=1).dense[0]
-    table = store.db.open_table(active["chunk_table"])
-    hits = (
-        table.search(vector.tolist(), vector_column_name="vector")
-        .distance_type("cosine")  # type: ignore[attr-defined]
-        .select(_COLUMNS)
-        .limit(k)
-        .to_list()
-    )
-    parents: dict[str, str] = {}
-    parent_ids = [h["parent_id"] for h in hits if h.get("parent_id")]
-    if parent_ids and store.exists(active["parent_table"]):
-        rows = (
-            store.db.open_table(active["parent_table"])
-            .search()
-            .where(sql_in("parent_id", parent_ids))
-            .select(["parent_id", "text"])
-            .limit(len(parent_ids))
-            .to_list()
+class Searcher:
+    """Searches one chunk table with the model that built it."""
+
+    def __init__(self, store: Store, chunk_table: str, parent_table: str, embedder: Embedder):
+        self.store = store
+        self.chunk_table = chunk_table
+        self.parent_table = parent_table
+        self.embedder = embedder
+        self.table = store.db.open_table(chunk_table)
+
+    @classmethod
+    def for_active(cls, settings: Settings) -> Searcher:
+        store = Store(settings.storage.db, settings.storage.collection)
+        active, spec = active_spec(store)
+        return cls(
+            store,
+            active["chunk_table"],
+            active["parent_table"],
+            load_embedder(settings.embed, spec),
         )
-        parents = {r["parent_id"]: r["text"] for r in rows}
-    return [
-        {
-            "rank": i + 1,
-            "score": round(1.0 - float(h["_distance"]), 4),
-            "path": h["path"],
-            "title": h["title"],
-            "heading_path": list(h["heading_path"] or []),
-            "page_numbers": list(h["page_numbers"] or []),
-            "text": h["text"],
-            "context": h["context"],
-            "parent_text": parents.get(h["parent_id"], ""),
-            "chunk_id": h["chunk_id"],
-            "doc_id": h["doc_id"],
-        }
-        for i, h in enumerate(hits)
-    ]
+
+    def search(
+        self,
+        query: str,
+        k: int = 5,
+        mode: Mode = "hybrid",
+        filters: Filters | None = None,
+        rrf_k: int = 60,
+    ) -> list[dict[str, Any]]:
+        filters = filters or Filters()
+        if mode not in MODES:
+            raise ValueError(f"unknown search mode {mode!r}; one of {', '.join(MODES)}")
+        fetch = k * 10 if filters.metadata else k
+        if mode == "dense":
+            ranked = self._dense(query, fetch, filters)
+        elif mode == "keyword":
+            ranked = self._keyword(query, fetch, filters)
+        elif mode == "sparse":
+            ranked = self._sparse(query, fetch, filters)
+        else:
+            depth = max(fetch * 4, 50)
+            lists = [self._dense(query, depth, filters)]
+            if self.embedder.has_sparse:
+                lists.append(self._sparse(query, depth, filters))
+            else:
+                lists.append(self._keyword(query, depth, filters))
+            ranked = rrf(lists, rrf_k)
+        ranked = [(row, score) for row, score in ranked if filters.accepts(row)][:k]
+        return self._finish(ranked)
+
+    # -- retrievers: each returns [(row, score)] best first ------------------------------
+    def _dense(
+        self, query: str, limit: int, filters: Filters
+    ) -> list[tuple[dict[str, Any], float]]:
+        vector = self.embedder.embed([query], batch_size=1).dense[0]
+        q = (
+            self.table.search(vector.tolist(), vector_column_name="vector")
+            .distance_type("cosine")  # type: ignore[attr-defined]
+            .select([*_COLUMNS, "_distance"])
+        )
+        where = filters.where()
+        if where:
+            q = q.where(where, prefilter=True)
+        return [(r, 1.0 - float(r["_distance"])) for r in q.limit(limit).to_list()]
+
+    def _keyword(
+        self, query: str, limit: int, filters: Filters
+    ) -> list[tuple[dict[str, Any], float]]:
+        q = self.table.search(query, query_type="fts", fts_columns="embed_text").select(
+            [*_COLUMNS, "_score"]
+        )
+        where = filters.where()
+        if where:
+            q = q.where(where, prefilter=True)
+        try:
+            rows = q.limit(limit).to_list()
+        except Exception as exc:  # no FTS index yet (empty table) or an unparsable query
+            if "index" in str(exc).lower():
+                return []
+            raise
+        return [(r, float(r["_score"])) for r in rows]
+
+    def _sparse(
+        self, query: str, limit: int, filters: Filters
+    ) -> list[tuple[dict[str, Any], float]]:
+        if not self.embedder.has_sparse:
+            raise ConfigurationError(
+                f"sparse search needs a model with a sparse head (bge-m3); "
+                f"{self.embedder.spec.model_id} is dense only: use --mode keyword or hybrid"
+            )
+        weights = self.embedder.embed([query], batch_size=1).sparse
+        assert weights is not None
+        qw = weights[0]
+        cols = self.store.read_columns(
+            self.chunk_table, ["chunk_id", "sparse_ids", "sparse_weights"], filters.where()
+        )
+        scores: list[tuple[str, float]] = []
+        for cid, ids, ws in zip(
+            cols.column("chunk_id").to_pylist(),
+            cols.column("sparse_ids").to_pylist(),
+            cols.column("sparse_weights").to_pylist(),
+            strict=True,
+        ):
+            if not ids:
+                continue
+            score = sum(qw.get(t, 0.0) * w for t, w in zip(ids, ws, strict=True))
+            if score > 0:
+                scores.append((cid, score))
+        scores.sort(key=lambda cs: cs[1], reverse=True)
+        top = scores[:limit]
+        if not top:
+            return []
+        rows = self.store.read_columns(
+            self.chunk_table, _COLUMNS, sql_in("chunk_id", [c for c, _ in top])
+        )
+        by_id = {r["chunk_id"]: r for r in rows.to_pylist()}
+        return [(by_id[c], s) for c, s in top if c in by_id]
+
+    def _finish(self, ranked: list[tuple[dict[str, Any], float]]) -> list[dict[str, Any]]:
+        parents: dict[str, str] = {}
+        parent_ids = [r["parent_id"] for r, _ in ranked if r.get("parent_id")]
+        if parent_ids and self.store.exists(self.parent_table):
+            rows = self.store.read_columns(
+                self.parent_table, ["parent_id", "text"], sql_in("parent_id", parent_ids)
+            )
+            parents = {r["parent_id"]: r["text"] for r in rows.to_pylist()}
+        return [
+            {
+                "rank": i + 1,
+                "score": round(score, 6),
+                "path": r["path"],
+                "title": r["title"],
+                "heading_path": list(r["heading_path"] or []),
+                "page_numbers": list(r["page_numbers"] or []),
+                "text": r["text"],
+                "context": r["context"],
+                "parent_text": parents.get(r["parent_id"], ""),
+                "format": r["format"],
+                "metadata": json.loads(r["metadata_json"] or "{}"),
+                "chunk_id": r["chunk_id"],
+                "doc_id": r["doc_id"],
+            }
+            for i, (r, score) in enumerate(ranked)
+        ]
+
+
+def rrf(
+    lists: Sequence[Sequence[tuple[dict[str, Any], float]]], rrf_k: int = 60
+) -> list[tuple[dict[str, Any], float]]:
+    """Reciprocal rank fusion: each list contributes 1 / (rrf_k + rank) per chunk."""
+    scores: dict[str, float] = {}
+    rows: dict[str, dict[str, Any]] = {}
+    for ranked in lists:
+        for rank, (row, _score) in enumerate(ranked, start=1):
+            cid = row["chunk_id"]
+            scores[cid] = scores.get(cid, 0.0) + 1.0 / (rrf_k + rank)
+            rows.setdefault(cid, row)
+    order = sorted(scores, key=lambda c: (-scores[c], c))
+    return [(rows[c], scores[c]) for c in order]
+
+
+def search(
+    query: str,
+    settings: Settings,
+    k: int = 5,
+    mode: Mode = "hybrid",
+    filters: Filters | None = None,
+) -> list[dict[str, Any]]:
+    """Top-k child chunks of the active table, each with its parent section text."""
+    return Searcher.for_active(settings).search(query, k=k, mode=mode, filters=filters)
 
 
 def status(settings: Settings) -> dict[str, Any]:
@@ -92,6 +273,7 @@ def status(settings: Settings) -> dict[str, Any]:
         "collection": settings.storage.collection,
         "documents": by_status,
         "active_table": None,
+        "previous_table": None,
         "model": None,
         "table_version": None,
         "rows": None,

@@ -140,9 +140,22 @@ def reindex(
     force_delete: Annotated[
         bool, typer.Option("--force-delete", help="Override the deletion guard.")
     ] = False,
+    eval_file: Annotated[
+        Path | None,
+        typer.Option("--eval", help="Question set: switch only if retrieval is not worse."),
+    ] = None,
+    margin: Annotated[
+        float,
+        typer.Option(
+            "--margin",
+            help="Allowed drop in HitRate@5 and MRR@10 for --eval (negative: required gain).",
+        ),
+    ] = 0.02,
+    mode: ModeOpt = "hybrid",
 ) -> None:
     """Rebuild the index for MODEL beside the live table (from the parse cache, resumable),
-    validate it and switch readers to it atomically. The old table stays for rollback."""
+    validate it and switch readers to it atomically. The old table stays for rollback.
+    With --eval, the question set runs on the old and the new table first."""
     settings = _settings(config, db, model, collection)
     configure_environment()
     from corpusflow.errors import ConfigurationError, CorpusflowError
@@ -152,14 +165,26 @@ def reindex(
         preflight(source, settings)
         from flows.reindex import reindex_flow
 
-        report = reindex_flow(source, settings.model_dump_json(), force_delete=force_delete)
+        report = reindex_flow(
+            source,
+            settings.model_dump_json(),
+            force_delete=force_delete,
+            eval_path=str(eval_file) if eval_file else None,
+            eval_margin=margin,
+            eval_mode=mode,
+        )
     except ConfigurationError as exc:
         _fail(str(exc))
     except CorpusflowError as exc:
         _fail(str(exc), code=1)
     _print_report(report)
+    if report.get("gate"):
+        typer.echo(f"quality gate: {report['gate']}")
     if report["activated"]:
         typer.echo(f"active table is now {report['chunk_table']}")
+    elif eval_file:
+        typer.secho("the new table was not activated: it retrieves worse", fg=typer.colors.YELLOW)
+        raise typer.Exit(1)
 
 
 @app.command()
@@ -274,23 +299,60 @@ def parse(
     )
 
 
+ModeOpt = Annotated[
+    str,
+    typer.Option(
+        "--mode", help="dense | sparse | keyword | hybrid (RRF of dense + sparse/keyword)."
+    ),
+]
+
+
 @app.command()
 def search(
     query: Annotated[str, typer.Argument(help="What to search for.")],
     db: DbOpt = None,
     k: Annotated[int, typer.Option("-k", "--k", help="Number of results.")] = 5,
     json_out: Annotated[bool, typer.Option("--json", help="Print results as JSON.")] = False,
+    mode: ModeOpt = "hybrid",
+    path_prefix: Annotated[
+        str | None, typer.Option("--path-prefix", help="Only documents under this path.")
+    ] = None,
+    fmt: Annotated[
+        str | None, typer.Option("--format", help="Only this format (pdf, docx, ...).")
+    ] = None,
+    meta: Annotated[
+        list[str] | None, typer.Option("--meta", help="Metadata filter KEY=VALUE (repeatable).")
+    ] = None,
+    groups: Annotated[
+        str | None,
+        typer.Option("--groups", help="Comma-separated groups of the reader: ACL filter."),
+    ] = None,
     config: ConfigOpt = None,
     collection: CollectionOpt = None,
 ) -> None:
     """Top-k chunks for QUERY with score, source path, heading path and pages."""
     settings = _settings(config, db, None, collection)
     configure_environment()
+    from corpusflow.api import MODES, Filters
     from corpusflow.api import search as do_search
     from corpusflow.errors import CorpusflowError
 
+    if mode not in MODES:
+        _fail(f"--mode must be one of {', '.join(MODES)}")
+    metadata = {}
+    for item in meta or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            _fail(f"--meta expects KEY=VALUE, got {item!r}")
+        metadata[key] = value
+    filters = Filters(
+        path_prefix=path_prefix,
+        format=fmt,
+        metadata=metadata,
+        groups=[g.strip() for g in groups.split(",") if g.strip()] if groups is not None else None,
+    )
     try:
-        hits = do_search(query, settings, k=k)
+        hits = do_search(query, settings, k=k, mode=mode, filters=filters)  # type: ignore[arg-type]
     except CorpusflowError as exc:
         _fail(str(exc))
     if json_out:
@@ -305,6 +367,48 @@ def search(
         typer.echo(f"    {heading}")
         snippet = " ".join(h["text"].split())
         typer.echo(f"    {snippet[:300]}{'…' if len(snippet) > 300 else ''}")
+
+
+@app.command("eval")
+def eval_cmd(
+    questions: Annotated[Path, typer.Argument(help="JSONL: question, path, contains per line.")],
+    db: DbOpt = None,
+    k: Annotated[int, typer.Option("-k", "--k", help="Cut-off for the hit rate.")] = 5,
+    mode: ModeOpt = "hybrid",
+    json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    config: ConfigOpt = None,
+    collection: CollectionOpt = None,
+) -> None:
+    """HitRate@1, HitRate@5, MRR@10 and failures of a labelled question set."""
+    settings = _settings(config, db, None, collection)
+    configure_environment()
+    from corpusflow.api import MODES, Searcher
+    from corpusflow.errors import CorpusflowError
+    from corpusflow.evaluate import evaluate, load_questions
+
+    if mode not in MODES:
+        _fail(f"--mode must be one of {', '.join(MODES)}")
+    try:
+        qs = load_questions(questions)
+        searcher = Searcher.for_active(settings)
+        result = evaluate(qs, lambda q, n: searcher.search(q, k=n, mode=mode), k=k)  # type: ignore[arg-type]
+    except (OSError, ValueError, CorpusflowError) as exc:
+        _fail(str(exc))
+    if json_out:
+        typer.echo(json.dumps(result, indent=2, ensure_ascii=False))
+        return
+    typer.echo(
+        f"{result['questions']} questions, mode {mode}: HitRate@1 {result['hit_rate_at_1']:.3f}  "
+        f"HitRate@5 {result['hit_rate_at_5']:.3f}  MRR@10 {result['mrr_at_10']:.3f}"
+    )
+    for row in result["per_question"]:
+        rank = row["rank"] if row["rank"] is not None else "-"
+        typer.echo(f"  rank {rank!s:>2}  {row['question']}")
+    for kind, items in result["failures"].items():
+        if items:
+            typer.echo(f"{kind}: {len(items)}")
+            for q in items:
+                typer.echo(f"    {q}")
 
 
 @app.command()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from chunking import ChunkSet, chunker_fingerprint
@@ -131,7 +131,7 @@ def plan_changes(
             sha = row["content_sha256"]
         else:
             try:
-                sha = source.sha256(f.location)
+                sha = source.content_hash(f)
             except OSError:
                 sha = ""
         if row["status"] in ("failed", "quarantined"):
@@ -192,16 +192,19 @@ def parse_document(
         )
     if not item.sha256:
         try:
-            item.sha256 = LocalSource.sha256(f.location)
+            item.sha256 = LocalSource.content_hash(f)
         except FileNotFoundError as exc:
             raise DocumentError(Category.SOURCE_CHANGED, "file vanished after listing") from exc
     cached = store.get_parsed(item.sha256, fps.parser)
     if cached is not None:
         return ParsedDocument.from_json(cached), True
+    metadata = LocalSource.metadata(f)
     parsed = parse(f.location)
+    if metadata:
+        parsed = replace(parsed, metadata={**parsed.metadata, **metadata})
     # The file may have changed while it was parsed: never index bytes we did not hash.
     try:
-        after = LocalSource.sha256(f.location)
+        after = LocalSource.content_hash(f)
     except FileNotFoundError as exc:
         raise DocumentError(Category.SOURCE_CHANGED, "file vanished while it was parsed") from exc
     if after != item.sha256:
@@ -302,6 +305,7 @@ def write_batch(
                     "title": p.parsed.title,
                     "format": p.parsed.format,
                     "metadata_json": meta,
+                    "acl_groups": _acl(p.parsed.metadata),
                     "n_tokens": c.n_tokens,
                     "vector": dense.tolist(),
                     "sparse_ids": list(sparse.keys()) if sparse is not None else None,
@@ -332,6 +336,11 @@ def write_batch(
         [ledger_row(p.item, fps, "indexed", p.parsed, len(p.chunks.children)) for p in batch],
     )
     return len(chunk_rows), version
+
+
+def _acl(metadata: dict[str, Any]) -> list[str] | None:
+    acl = metadata.get("acl")
+    return [str(g) for g in acl] if isinstance(acl, list) else None
 
 
 def record_failures(
@@ -378,6 +387,7 @@ class RunReport:
     chunk_table: str = ""
     chunk_table_version: int | None = None
     activated: bool = False
+    gate: str = ""  # the quality gate's comparison, when one ran
     model: str = ""
     elapsed_s: float = 0.0
     stage_s: dict[str, float] = field(default_factory=dict)

@@ -12,6 +12,7 @@ import json
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from contextlib import ExitStack
 from datetime import UTC, datetime
 from typing import Any
@@ -41,6 +42,9 @@ from parsers import ParserPool
 from sources import LocalSource
 from storage import Store, write_lease
 from storage.maintenance import ensure_indexes
+
+# (store, active pointer row, candidate chunk table, candidate's embedder) -> (switch?, summary)
+Gate = Callable[[Store, dict[str, Any], str, Embedder], tuple[bool, str]]
 
 
 class _Progress:
@@ -141,6 +145,7 @@ def run_refresh(
     publish: bool = True,
     activate: bool = False,
     kind: str = "refresh",
+    gate: Gate | None = None,
 ) -> RunReport:
     """The refresh, under the collection's write lease. Called inside the flow.
 
@@ -255,8 +260,14 @@ def run_refresh(
                         f"{target} failed validation, the active table is unchanged: "
                         + "; ".join(problems)
                     )
-                store.set_active(spec.table_suffix, spec.to_dict())
-                report.activated = True
+                allowed = True
+                if gate is not None and active is not None:
+                    with timer.time("quality_gate"):
+                        allowed, report.gate = gate(store, active, target, embedder)
+                    logger.info("quality gate: %s", report.gate)
+                if allowed:
+                    store.set_active(spec.table_suffix, spec.to_dict())
+                    report.activated = True
             elif active is not None and active["chunk_table"] != target:
                 logger.warning(
                     "built %s beside the active %s; `corpusflow reindex` validates and switches",

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
-from corpusflow.errors import ConfigurationError
+from corpusflow.errors import Category, ConfigurationError, DocumentError
 from corpusflow.settings import SourceSettings
 
 # Editor/OS droppings that are never documents.
@@ -19,12 +21,18 @@ _SKIP_NAMES = re.compile(
 )
 
 
+# A file ``X.meta.json`` beside ``X`` holds X's metadata (any JSON object; the key
+# "acl" lists the groups allowed to read it). It is part of X's version, not a document.
+SIDECAR_SUFFIX = ".meta.json"
+
+
 @dataclass(frozen=True, slots=True)
 class SourceFile:
     rel_path: str  # posix, relative to the source root: the document's identity
-    size: int
-    mtime: float
+    size: int  # of the document plus its sidecar
+    mtime: float  # the later of the two
     location: str  # what a parser opens (an absolute local path)
+    sidecar: str | None = None  # metadata sidecar location
 
     @property
     def doc_id(self) -> str:
@@ -90,7 +98,7 @@ class LocalSource:
             return
         for entry in entries:
             name = entry.name
-            if name.startswith(".") or _SKIP_NAMES.match(name):
+            if name.startswith(".") or _SKIP_NAMES.match(name) or name.endswith(SIDECAR_SUFFIX):
                 continue
             path = Path(entry.path)
             if entry.is_symlink():
@@ -111,12 +119,52 @@ class LocalSource:
             rel = path.relative_to(self.root).as_posix()
             if not self._wanted(rel):
                 continue
-            yield SourceFile(rel, st.st_size, st.st_mtime, str(path))
+            size, mtime, sidecar = st.st_size, st.st_mtime, None
+            side = path.with_name(name + SIDECAR_SUFFIX)
+            try:
+                side_st = side.stat()
+            except OSError:
+                pass
+            else:
+                size, mtime, sidecar = (
+                    size + side_st.st_size,
+                    max(mtime, side_st.st_mtime),
+                    str(side),
+                )
+            yield SourceFile(rel, size, mtime, str(path), sidecar)
 
     @staticmethod
-    def sha256(location: str) -> str:
-        h = hashlib.sha256()
-        with open(location, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
-        return h.hexdigest()
+    def content_hash(f: SourceFile) -> str:
+        """SHA-256 of the document's bytes, combined with its sidecar's when there is one."""
+        digest = _sha256_file(f.location)
+        if f.sidecar is None:
+            return digest
+        return hashlib.sha256(f"{digest}:{_sha256_file(f.sidecar)}".encode()).hexdigest()
+
+    @staticmethod
+    def metadata(f: SourceFile) -> dict[str, Any]:
+        """The sidecar's metadata (empty without one); a broken sidecar is the document's error."""
+        if f.sidecar is None:
+            return {}
+        try:
+            data = json.loads(Path(f.sidecar).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise DocumentError(Category.CORRUPT, f"unreadable metadata sidecar: {exc}") from exc
+        if not isinstance(data, dict):
+            raise DocumentError(Category.CORRUPT, "metadata sidecar is not a JSON object")
+        acl = data.get("acl")
+        if acl is not None and (
+            not isinstance(acl, list) or not all(isinstance(g, str) for g in acl)
+        ):
+            raise DocumentError(
+                Category.CORRUPT, 'metadata sidecar "acl" must be a list of group names'
+            )
+        return data
+
+
+def _sha256_file(location: str) -> str:
+    h = hashlib.sha256()
+    with open(location, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
