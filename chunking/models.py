@@ -58,6 +58,9 @@ def chunker_fingerprint(settings: ChunkSettings, max_tokens: int, tokenizer_id: 
         {
             "version": CHUNKER_VERSION,
             "max_tokens": max_tokens,
+            "strategy": settings.strategy,
+            "overlap_tokens": settings.overlap_tokens,
+            "parents": settings.parents,
             "merge_peers": settings.merge_peers,
             "parent_max_tokens": settings.parent_max_tokens,
             "contextual": settings.contextual,

@@ -75,6 +75,14 @@ def chunk_document(
 
     counter = TokenCounter(tokenizer)
     budget = _context_budget(max_tokens, settings)
+    if settings.strategy == "fixed":
+        pieces = [
+            (text, (), ())
+            for text in fixed_windows(
+                parsed.markdown, counter, max_tokens - budget, settings.overlap_tokens
+            )
+        ]
+        return _assemble(parsed, doc_id, pieces, counter, budget, settings)
     # Headings are carried in heading_path and the context prefix; the chunker's
     # own limit leaves room for the prefix so the embedded text fits the model.
     chunker = HybridChunker(
@@ -105,10 +113,39 @@ def chunk_document(
         else:
             fixed.append((text, headings, pages))
 
-    # Parents: consecutive children of one section, up to parent_max_tokens each.
+    return _assemble(parsed, doc_id, fixed, counter, budget, settings)
+
+
+def fixed_windows(text: str, counter: TokenCounter, size: int, overlap: int) -> list[str]:
+    """Consecutive windows of ``size`` tokens (``overlap`` shared), cut at token offsets."""
+    enc = counter.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+    offsets = enc["offset_mapping"]
+    step = max(1, size - min(overlap, size - 1))
+    out = []
+    for start in range(0, len(offsets), step):
+        window = offsets[start : start + size]
+        piece = text[window[0][0] : window[-1][1]].strip()
+        if piece:
+            out.append(piece)
+        if start + size >= len(offsets):
+            break
+    return out
+
+
+def _assemble(
+    parsed: ParsedDocument,
+    doc_id: str,
+    fixed: list[tuple[str, tuple[str, ...], tuple[int, ...]]],
+    counter: TokenCounter,
+    budget: int,
+    settings: ChunkSettings,
+) -> ChunkSet:
+    """Parents, contexts and ids for the (text, headings, pages) pieces of a document."""
+    # Parents: consecutive children of one section, up to parent_max_tokens each
+    # (or each child its own parent when parents are off).
     sections: list[list[int]] = []
     for idx, (_text, headings, _pages) in enumerate(fixed):
-        if sections and fixed[sections[-1][-1]][1] == headings:
+        if settings.parents and sections and fixed[sections[-1][-1]][1] == headings:
             sections[-1].append(idx)
         else:
             sections.append([idx])

@@ -72,6 +72,20 @@ class ParseSettings(_Section):
 
 
 class ChunkSettings(_Section):
+    strategy: Literal["structure", "fixed"] = Field(
+        "structure",
+        description=(
+            "structure: docling HybridChunker (sections, tables, lists kept whole); "
+            "fixed: plain token windows over the Markdown (a baseline for comparisons)."
+        ),
+    )
+    overlap_tokens: int = Field(
+        0, ge=0, description="Tokens shared by consecutive chunks (fixed strategy)."
+    )
+    parents: bool = Field(
+        True,
+        description="Link each chunk to its section (parent) for context; off: parent = chunk.",
+    )
     max_tokens: int = Field(
         0,
         ge=0,
@@ -81,11 +95,11 @@ class ChunkSettings(_Section):
     parent_max_tokens: int = Field(
         1024, description="Token budget of a parent (section) chunk returned for context."
     )
-    contextual: Literal["none", "deterministic", "llm"] = Field(
+    contextual: Literal["none", "deterministic"] = Field(
         "deterministic",
         description=(
-            "Context prefix for each chunk: none, deterministic (title + heading path), "
-            "or llm (OpenAI-compatible endpoint)."
+            "Context prefix for each chunk: none, or deterministic (title + heading path + "
+            "the section's first sentence)."
         ),
     )
 

@@ -82,3 +82,23 @@ def test_parent_budget_is_respected(samples_dir: Path, minilm_tokenizer: Any, bu
                 sum(len(minilm_tokenizer.encode(m.text, add_special_tokens=False)) for m in members)
                 <= budget
             )
+
+
+def test_fixed_strategy_windows_with_overlap(samples_dir: Path, minilm_tokenizer: Any) -> None:
+    cs = _chunks(
+        samples_dir / "field_handbook.pdf",
+        minilm_tokenizer,
+        max_tokens=48,
+        strategy="fixed",
+        overlap_tokens=8,
+        contextual="none",
+        parents=False,
+    )
+    assert len(cs.children) >= 3
+    for a, b in zip(cs.children, cs.children[1:], strict=False):
+        assert len(minilm_tokenizer.encode(a.text, add_special_tokens=False)) <= 48
+        assert a.text.split()[-1] in b.text  # consecutive windows share their overlap
+    assert all(c.heading_path == () for c in cs.children)
+    # parents off: each chunk is its own context
+    parents = {p.parent_id: p.text for p in cs.parents}
+    assert all(parents[c.parent_id] == c.text for c in cs.children)
