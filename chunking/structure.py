@@ -76,8 +76,10 @@ def chunk_document(
     counter = TokenCounter(tokenizer)
     budget = _context_budget(max_tokens, settings)
     if settings.strategy == "fixed":
+        no_headings: tuple[str, ...] = ()
+        no_pages: tuple[int, ...] = ()
         pieces = [
-            (text, (), ())
+            (text, no_headings, no_pages)
             for text in fixed_windows(
                 parsed.markdown, counter, max_tokens - budget, settings.overlap_tokens
             )

@@ -245,6 +245,32 @@ def maintain(
     typer.echo(json.dumps(report, indent=2, default=str))
 
 
+@app.command()
+def serve(
+    source: Annotated[str, typer.Argument(help="The source directory to refresh nightly.")],
+    db: DbOpt = None,
+    config: ConfigOpt = None,
+    collection: CollectionOpt = None,
+    cron: Annotated[str, typer.Option("--cron", help="Refresh schedule (cron).")] = "0 2 * * *",
+    maintenance_cron: Annotated[
+        str, typer.Option("--maintenance-cron", help="Maintenance schedule (cron).")
+    ] = "0 4 * * 0",
+) -> None:
+    """Serve the nightly refresh, reindex and maintenance deployments from this process
+    (needs a Prefect API: PREFECT_API_URL, see docs/operations.md)."""
+    settings = _settings(config, db, None, collection)
+    configure_environment()
+    from prefect import serve as prefect_serve
+
+    from corpusflow.pipeline import preflight
+    from flows.deployments import build_deployments
+
+    preflight(source, settings)
+    deployments = build_deployments(str(Path(source).resolve()), settings, cron, maintenance_cron)
+    # Keep the schedules active when this process stops (a restart resumes them).
+    prefect_serve(*deployments, pause_on_shutdown=False)
+
+
 @app.command("retry-failed")
 def retry_failed(
     source: Annotated[str, typer.Argument(help="The source directory of the collection.")],

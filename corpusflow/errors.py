@@ -36,6 +36,10 @@ TERMINAL_CATEGORIES = frozenset(
 )
 
 
+# Categories worth an automatic retry within the same run: the next attempt can succeed.
+TRANSIENT_CATEGORIES = frozenset({Category.CRASHED, Category.SOURCE_CHANGED})
+
+
 class CorpusflowError(Exception):
     """Base of all corpusflow errors."""
 

@@ -157,6 +157,15 @@ class StorageSettings(_Section):
 
 class RunSettings(_Section):
     task_runner: Literal["threads"] = "threads"
+    task_retries: int = Field(
+        1,
+        ge=0,
+        description=(
+            "Prefect retries of a document's task for transient failures (crashed parser, "
+            "file changing while read); terminal failures are never retried."
+        ),
+    )
+    retry_delay_s: float = Field(5.0, ge=0.0, description="Base delay between task retries.")
     quarantine_after: int = Field(
         3, ge=1, description="A document failing this many runs in a row is quarantined."
     )

@@ -20,7 +20,7 @@ from typing import Any
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from corpusflow.errors import Category, DocumentError
+from corpusflow.errors import TRANSIENT_CATEGORIES, Category, DocumentError
 from corpusflow.pipeline import (
     Fingerprints,
     Processed,
@@ -82,7 +82,19 @@ class _Progress:
             self.bar.advance(self.tasks[name], n)
 
 
-@task(task_run_name="parse-{item.file.rel_path}", cache_policy=NO_CACHE, retries=0)
+def _retry_transient(task: Any, task_run: Any, state: Any) -> bool:
+    """Prefect retry condition: only transient document errors and unexpected errors."""
+    exc = state.result(raise_on_failure=False)
+    if isinstance(exc, DocumentError):
+        return exc.category in TRANSIENT_CATEGORIES
+    return isinstance(exc, OSError | TimeoutError)
+
+
+@task(
+    task_run_name="parse-{item.file.rel_path}",
+    cache_policy=NO_CACHE,
+    retry_condition_fn=_retry_transient,
+)
 def parse_and_chunk(
     item: WorkItem,
     store: Store,
@@ -97,7 +109,11 @@ def parse_and_chunk(
     return Processed(item=item, parsed=parsed, chunks=chunks, from_cache=cached)
 
 
-@task(task_run_name="embed-write-batch-{batch_no}", cache_policy=NO_CACHE)
+@task(
+    task_run_name="embed-write-batch-{batch_no}",
+    cache_policy=NO_CACHE,
+    retry_condition_fn=_retry_transient,
+)
 def embed_and_write(
     batch_no: int,
     batch: list[Processed],
@@ -196,8 +212,13 @@ def run_refresh(
                 tokenizer = embedder.tokenizer()
             progress.add("parse", len(plan.work))
             progress.add("embed", None)
+            retrying = {
+                "retries": settings.run.task_retries,
+                "retry_delay_seconds": settings.run.retry_delay_s,
+            }
+            parse_task = parse_and_chunk.with_options(**retrying)  # type: ignore[arg-type]
             futures = [
-                parse_and_chunk.submit(w, store, settings, fps, pool, tokenizer) for w in plan.work
+                parse_task.submit(w, store, settings, fps, pool, tokenizer) for w in plan.work
             ]
             batch: list[Processed] = []
             batch_no = 0
@@ -313,7 +334,10 @@ def _write(
     timer: StageTimer,
 ) -> int:
     start = time.perf_counter()
-    fut = embed_and_write.submit(batch_no, batch, store, embedder, settings, fps, progress)
+    write_task = embed_and_write.with_options(
+        retries=settings.run.task_retries, retry_delay_seconds=settings.run.retry_delay_s
+    )
+    fut = write_task.submit(batch_no, batch, store, embedder, settings, fps, progress)
     result = fut.result(raise_on_failure=False)
     timer.add("embed_write", time.perf_counter() - start)
     if isinstance(result, BaseException):

@@ -1,0 +1,145 @@
+"""Operations: deployments, a real Prefect server run read back through the API, retries."""
+
+import importlib
+import inspect
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+
+from corpusflow.settings import load_settings
+from flows.deployments import NIGHTLY_CRON, build_deployments
+
+REPO = Path(__file__).resolve().parents[1]
+CLI = str(Path(sys.executable).parent / "corpusflow")
+
+
+def test_deployments_built_in_code(tmp_path: Path) -> None:
+    settings = load_settings(None, {"storage": {"db": str(tmp_path / "db"), "collection": "hb"}})
+    refresh, reindex, maintain = build_deployments("/data/corpus", settings)
+    assert refresh.name == "nightly-refresh-hb"
+    assert [s.schedule.cron for s in refresh.schedules] == [NIGHTLY_CRON]
+    assert refresh.parameters["source"] == "/data/corpus"
+    assert load_settings(None).model_validate_json(refresh.parameters["settings_json"]) == settings
+    assert refresh.concurrency_limit == 1
+    assert not reindex.schedules and reindex.concurrency_limit == 1
+    assert maintain.schedules and set(maintain.parameters) == {"settings_json"}
+
+
+def test_prefect_yaml_matches_the_flows() -> None:
+    spec = yaml.safe_load((REPO / "infra" / "prefect.yaml").read_text())
+    names = {d["name"] for d in spec["deployments"]}
+    assert names == {"nightly-refresh", "reindex", "maintain"}
+    for dep in spec["deployments"]:
+        module, func = dep["entrypoint"].split(":")
+        flow = getattr(importlib.import_module(module.removesuffix(".py").replace("/", ".")), func)
+        params = inspect.signature(flow.fn).parameters
+        assert set(dep["parameters"]) <= set(params), dep["name"]
+        required = {n for n, p in params.items() if p.default is inspect.Parameter.empty}
+        assert required <= set(dep["parameters"]), dep["name"]
+        load_settings(None).model_validate_json(dep["parameters"]["settings_json"])
+        assert dep["concurrency_limit"]["limit"] == 1
+        for sched in dep.get("schedules", []):
+            assert len(sched["cron"].split()) == 5
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def prefect_api(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    home = tmp_path_factory.mktemp("prefect-home")
+    port = _free_port()
+    env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    env.pop("PREFECT_API_URL", None)
+    proc = subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "prefect"),
+            "server",
+            "start",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}/api"
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            try:
+                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(1)
+        else:
+            pytest.fail("prefect server did not start in 120 s")
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+@pytest.mark.slow
+def test_failed_documents_visible_through_the_prefect_api(
+    prefect_api: str, corpus: Path, tmp_path: Path
+) -> None:
+    for p in corpus.iterdir():
+        if p.name not in {"travel_policy.docx", "release_notes.md"}:
+            p.unlink()
+    (corpus / "broken.pdf").write_bytes(b"%PDF-1.7\ntruncated")
+    (corpus / "legacy.doc").write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\0" * 64)
+    env = {**os.environ, "PREFECT_API_URL": prefect_api}
+    proc = subprocess.run(
+        [CLI, "ingest", str(corpus), "--db", str(tmp_path / "db")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "broken.pdf" in proc.stdout and "legacy.doc" in proc.stdout
+
+    client = httpx.Client(base_url=prefect_api, timeout=30)
+    flow_runs = client.post("/flow_runs/filter", json={}).json()
+    assert len(flow_runs) == 1 and flow_runs[0]["state_type"] == "COMPLETED"
+    task_runs = client.post("/task_runs/filter", json={}).json()
+    states = {t["name"]: t["state_type"] for t in task_runs}
+    assert states["parse-broken.pdf"] == "FAILED"
+    assert states["parse-legacy.doc"] == "FAILED"
+    assert states["parse-travel_policy.docx"] == "COMPLETED"
+    failed = next(t for t in task_runs if t["name"] == "parse-broken.pdf")
+    assert "corrupt" in (failed["state"]["message"] or "")
+    artifacts = client.post(
+        "/artifacts/filter", json={"artifacts": {"key": {"any_": ["failed-documents-default"]}}}
+    ).json()
+    assert artifacts, "failed-documents artifact missing"
+    table = artifacts[0]["data"]
+    text = table if isinstance(table, str) else str(table)
+    assert "broken.pdf" in text and "corrupt" in text and "unsupported" in text
+    summary = client.post(
+        "/artifacts/filter", json={"artifacts": {"key": {"any_": ["refresh-summary-default"]}}}
+    ).json()
+    assert summary and "| new |" in summary[0]["data"]
+
+
+def test_serve_help_lists_schedule_options() -> None:
+    out = subprocess.run(
+        [CLI, "serve", "--help"], capture_output=True, text=True, timeout=120
+    ).stdout
+    assert "--cron" in out and "--maintenance-cron" in out
+    assert shutil.which("prefect") or (Path(sys.executable).parent / "prefect").exists()
