@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
 from corpusflow.settings import ChunkSettings
+
+if TYPE_CHECKING:
+    from parsers.models import ParsedDocument
 
 # Bump when the chunk output for the same input and settings changes.
 CHUNKER_VERSION = "1"
@@ -37,6 +42,17 @@ class Parent:
     text: str
     heading_path: tuple[str, ...]
     page_numbers: tuple[int, ...]
+
+
+class Contextualizer(Protocol):
+    """Writes one situating context per chunk of a document.
+
+    ``pieces`` are (chunk text, heading path, parent section text) in document order.
+    """
+
+    def contexts(
+        self, parsed: ParsedDocument, pieces: Sequence[tuple[str, tuple[str, ...], str]]
+    ) -> list[str]: ...
 
 
 @dataclass(frozen=True, slots=True)

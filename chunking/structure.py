@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
-from chunking.models import Chunk, ChunkSet, Parent, stable_id
+from chunking.models import Chunk, ChunkSet, Contextualizer, Parent, stable_id
+from corpusflow.errors import ConfigurationError
 from corpusflow.settings import ChunkSettings
 from parsers.models import ParsedDocument
 
@@ -61,14 +63,28 @@ def deterministic_context(
     return head
 
 
+class DeterministicContext:
+    """Title + heading path + the section's first sentence; no LLM, works offline."""
+
+    def contexts(
+        self, parsed: ParsedDocument, pieces: Sequence[tuple[str, tuple[str, ...], str]]
+    ) -> list[str]:
+        return [deterministic_context(parsed.title, h, parent, text) for text, h, parent in pieces]
+
+
 def chunk_document(
     parsed: ParsedDocument,
     doc_id: str,
     tokenizer: Any,
     max_tokens: int,
     settings: ChunkSettings,
+    contextualizer: Contextualizer | None = None,
 ) -> ChunkSet:
-    """Children within ``max_tokens`` (embed text included) and their parent sections."""
+    """Children within ``max_tokens`` (embed text included) and their parent sections.
+
+    ``contextualizer`` writes the context prefixes (default: DeterministicContext when
+    ``settings.contextual`` is "deterministic"; required for "llm").
+    """
     from docling_core.transforms.chunker.hierarchical_chunker import DocChunk
     from docling_core.transforms.chunker.hybrid_chunker import HybridChunker
     from docling_core.transforms.chunker.tokenizer.huggingface import HuggingFaceTokenizer
@@ -84,7 +100,7 @@ def chunk_document(
                 parsed.markdown, counter, max_tokens - budget, settings.overlap_tokens
             )
         ]
-        return _assemble(parsed, doc_id, pieces, counter, budget, settings)
+        return _assemble(parsed, doc_id, pieces, counter, budget, settings, contextualizer)
     # Headings are carried in heading_path and the context prefix; the chunker's
     # own limit leaves room for the prefix so the embedded text fits the model.
     chunker = HybridChunker(
@@ -115,7 +131,7 @@ def chunk_document(
         else:
             fixed.append((text, headings, pages))
 
-    return _assemble(parsed, doc_id, fixed, counter, budget, settings)
+    return _assemble(parsed, doc_id, fixed, counter, budget, settings, contextualizer)
 
 
 def fixed_windows(text: str, counter: TokenCounter, size: int, overlap: int) -> list[str]:
@@ -141,6 +157,7 @@ def _assemble(
     counter: TokenCounter,
     budget: int,
     settings: ChunkSettings,
+    contextualizer: Contextualizer | None,
 ) -> ChunkSet:
     """Parents, contexts and ids for the (text, headings, pages) pieces of a document."""
     # Parents: consecutive children of one section, up to parent_max_tokens each
@@ -181,14 +198,23 @@ def _assemble(
             for i in win:
                 parent_of[i] = parent
 
+    contexts = [""] * len(fixed)
+    if budget:
+        if contextualizer is None:
+            if settings.contextual != "deterministic":
+                raise ConfigurationError(
+                    f"chunk.contextual={settings.contextual!r} needs a context provider"
+                )
+            contextualizer = DeterministicContext()
+        raw_contexts = contextualizer.contexts(
+            parsed,
+            [(text, headings, parent_of[i].text) for i, (text, headings, _p) in enumerate(fixed)],
+        )
+        contexts = [counter.truncate(c, budget) for c in raw_contexts]
     children: list[Chunk] = []
     for pos, (text, headings, pages) in enumerate(fixed):
         parent = parent_of[pos]
-        context = ""
-        if budget:
-            context = counter.truncate(
-                deterministic_context(parsed.title, headings, parent.text, text), budget
-            )
+        context = contexts[pos]
         children.append(
             Chunk(
                 chunk_id=stable_id(doc_id, pos, context, text),

@@ -21,6 +21,7 @@ class Category(StrEnum):
     TOO_LARGE = "too_large"
     SOURCE_CHANGED = "source_changed"
     EMBEDDING = "embedding"
+    CONTEXT = "context"
     INTERNAL = "internal"
 
 

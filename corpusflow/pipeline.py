@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from chunking import ChunkSet, chunker_fingerprint
+from chunking.models import Contextualizer
 from corpusflow.errors import (
     TERMINAL_CATEGORIES,
     Category,
@@ -46,9 +47,12 @@ class Fingerprints:
     @classmethod
     def of(cls, settings: Settings, spec: ModelSpec) -> Fingerprints:
         max_tokens = chunk_max_tokens(settings, spec)
+        identity = spec.model_id + spec.revision
+        if settings.chunk.contextual == "llm":
+            identity += f"|llm:{settings.llm.model}:{settings.llm.prompt_version}"
         return cls(
             parser=parser_fingerprint(settings.parse),
-            chunker=chunker_fingerprint(settings.chunk, max_tokens, spec.model_id + spec.revision),
+            chunker=chunker_fingerprint(settings.chunk, max_tokens, identity),
             model=spec.fingerprint,
             max_tokens=max_tokens,
             table_suffix=spec.table_suffix,
@@ -74,8 +78,14 @@ def choose_model(settings: Settings, store: Store) -> ModelSpec:
 
 
 def preflight(source: str, settings: Settings) -> ModelSpec:
-    """Fail fast, before any flow starts, on a missing source or an unloadable model."""
+    """Fail fast, before any flow starts, on a missing source, an unloadable model or an
+    LLM context provider without an endpoint."""
     LocalSource(source, settings.source).check()
+    if settings.chunk.contextual == "llm" and not settings.llm.base_url:
+        raise ConfigurationError(
+            "chunk.contextual='llm' needs llm.base_url (CORPUSFLOW_LLM__BASE_URL), an "
+            "OpenAI-compatible API root such as http://127.0.0.1:8080/v1"
+        )
     return choose_model(settings, Store(settings.storage.db, settings.storage.collection))
 
 
@@ -215,12 +225,28 @@ def parse_document(
     return parsed, False
 
 
+def make_contextualizer(settings: Settings, store: Store) -> Contextualizer | None:
+    """The run's context provider: None for the built-in deterministic one (or none)."""
+    if settings.chunk.contextual != "llm":
+        return None
+    from chunking.llm_context import LLMContextualizer
+
+    return LLMContextualizer(settings.llm, store.context_cache())
+
+
 def chunk_parsed(
-    item: WorkItem, parsed: ParsedDocument, tokenizer: Any, settings: Settings, fps: Fingerprints
+    item: WorkItem,
+    parsed: ParsedDocument,
+    tokenizer: Any,
+    settings: Settings,
+    fps: Fingerprints,
+    contextualizer: Contextualizer | None = None,
 ) -> ChunkSet:
     from chunking import chunk_document
 
-    chunks = chunk_document(parsed, item.file.doc_id, tokenizer, fps.max_tokens, settings.chunk)
+    chunks = chunk_document(
+        parsed, item.file.doc_id, tokenizer, fps.max_tokens, settings.chunk, contextualizer
+    )
     if not chunks.children:
         raise DocumentError(Category.EMPTY, "document produced no chunks")
     return chunks

@@ -13,6 +13,8 @@ def configure_environment() -> None:
         "DO_NOT_TRACK": "1",
         "PREFECT_LOGGING_LEVEL": "WARNING",
         "PREFECT_SERVER_LOGGING_LEVEL": "ERROR",
+        # The ephemeral API's default 20 s start-up budget is too tight on a busy 2-core box.
+        "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180",
         # Never reach for the Hugging Face Hub at run time.
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",

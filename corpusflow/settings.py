@@ -95,13 +95,35 @@ class ChunkSettings(_Section):
     parent_max_tokens: int = Field(
         1024, description="Token budget of a parent (section) chunk returned for context."
     )
-    contextual: Literal["none", "deterministic"] = Field(
+    contextual: Literal["none", "deterministic", "llm"] = Field(
         "deterministic",
         description=(
-            "Context prefix for each chunk: none, or deterministic (title + heading path + "
-            "the section's first sentence)."
+            "Context prefix for each chunk: none, deterministic (title + heading path + the "
+            "section's first sentence), or llm (contextual retrieval through [llm])."
         ),
     )
+
+
+class LLMSettings(_Section):
+    base_url: str | None = Field(
+        None, description="OpenAI-compatible API root, e.g. http://127.0.0.1:8080/v1."
+    )
+    model: str = Field("default", description="Model name sent in each request.")
+    api_key_env: str = Field(
+        "OPENAI_API_KEY", description="Name of the environment variable holding the API key."
+    )
+    timeout_s: float = Field(60.0, gt=0, description="Per-request timeout.")
+    max_concurrency: int = Field(4, ge=1, description="Requests in flight per document.")
+    max_attempts: int = Field(
+        5, ge=1, description="Attempts per request on 429, 5xx and timeouts (exponential backoff)."
+    )
+    max_document_tokens: int = Field(
+        6000,
+        ge=256,
+        description="The document text sent with each chunk is cut to about this many tokens.",
+    )
+    context_max_tokens: int = Field(100, ge=16, description="max_tokens of each completion.")
+    prompt_version: str = Field("1", description="Bump to invalidate cached contexts.")
 
 
 class EmbedSettings(_Section):
@@ -185,6 +207,7 @@ class Settings(BaseSettings):
     source: SourceSettings = Field(default_factory=SourceSettings)
     parse: ParseSettings = Field(default_factory=ParseSettings)
     chunk: ChunkSettings = Field(default_factory=ChunkSettings)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
     embed: EmbedSettings = Field(default_factory=EmbedSettings)
     storage: StorageSettings = Field(default_factory=StorageSettings)
     run: RunSettings = Field(default_factory=RunSettings)

@@ -20,6 +20,7 @@ from typing import Any
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
+from chunking.models import Contextualizer
 from corpusflow.errors import TRANSIENT_CATEGORIES, Category, DocumentError
 from corpusflow.pipeline import (
     Fingerprints,
@@ -30,6 +31,7 @@ from corpusflow.pipeline import (
     WorkItem,
     choose_model,
     chunk_parsed,
+    make_contextualizer,
     parse_document,
     plan_changes,
     record_deletions,
@@ -102,10 +104,11 @@ def parse_and_chunk(
     fps: Fingerprints,
     pool: ParserPool,
     tokenizer: Any,
+    contextualizer: Contextualizer | None = None,
 ) -> Processed:
     """Parse (isolated, or from the parse cache) and chunk one document."""
     parsed, cached = parse_document(item, store, settings, fps, pool.parse)
-    chunks = chunk_parsed(item, parsed, tokenizer, settings, fps)
+    chunks = chunk_parsed(item, parsed, tokenizer, settings, fps, contextualizer)
     return Processed(item=item, parsed=parsed, chunks=chunks, from_cache=cached)
 
 
@@ -217,8 +220,10 @@ def run_refresh(
                 "retry_delay_seconds": settings.run.retry_delay_s,
             }
             parse_task = parse_and_chunk.with_options(**retrying)  # type: ignore[arg-type]
+            contextualizer = make_contextualizer(settings, store)
             futures = [
-                parse_task.submit(w, store, settings, fps, pool, tokenizer) for w in plan.work
+                parse_task.submit(w, store, settings, fps, pool, tokenizer, contextualizer)
+                for w in plan.work
             ]
             batch: list[Processed] = []
             batch_no = 0

@@ -38,6 +38,14 @@ PARSE_CACHE_SCHEMA = pa.schema(
     ]
 )
 
+CONTEXT_CACHE_SCHEMA = pa.schema(
+    [
+        pa.field("cache_key", pa.string(), nullable=False),  # chunk hash|doc hash|prompt|model
+        pa.field("context", pa.string()),
+        pa.field("created_at", pa.timestamp("us", tz="UTC")),
+    ]
+)
+
 POINTER_SCHEMA = pa.schema(
     [
         pa.field("collection", pa.string(), nullable=False),

@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from storage.schema import (
+    CONTEXT_CACHE_SCHEMA,
     LEDGER_SCHEMA,
     PARENT_SCHEMA,
     PARSE_CACHE_SCHEMA,
@@ -162,6 +163,36 @@ class Store:
             schema=PARSE_CACHE_SCHEMA,
         )
         table.merge_insert("cache_key").when_not_matched_insert_all().execute(data)
+
+    # -- context cache ------------------------------------------------------------
+    def get_contexts(self, keys: Sequence[str]) -> dict[str, str]:
+        name = self.name("context_cache")
+        if not keys or not self.exists(name):
+            return {}
+        out: dict[str, str] = {}
+        for part in _batches(list(dict.fromkeys(keys))):
+            rows = self.read_columns(name, ["cache_key", "context"], sql_in("cache_key", part))
+            out.update(
+                zip(
+                    rows.column("cache_key").to_pylist(),
+                    rows.column("context").to_pylist(),
+                    strict=True,
+                )
+            )
+        return out
+
+    def put_contexts(self, items: Mapping[str, str]) -> None:
+        if not items:
+            return
+        table = self._open_or_create(self.name("context_cache"), CONTEXT_CACHE_SCHEMA)
+        data = pa.Table.from_pylist(
+            [{"cache_key": k, "context": v, "created_at": now()} for k, v in items.items()],
+            schema=CONTEXT_CACHE_SCHEMA,
+        )
+        table.merge_insert("cache_key").when_not_matched_insert_all().execute(data)
+
+    def context_cache(self) -> ContextCacheTable:
+        return ContextCacheTable(self)
 
     # -- chunk and parent tables ----------------------------------------------
     def chunk_table_name(self, suffix: str) -> str:
@@ -411,6 +442,19 @@ class Store:
     def drop(self, name: str) -> None:
         if self.exists(name):
             self.db.drop_table(name)
+
+
+class ContextCacheTable:
+    """chunking.llm_context.ContextCache on the collection's context_cache table."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, str]:
+        return self.store.get_contexts(keys)
+
+    def put_many(self, items: Mapping[str, str]) -> None:
+        self.store.put_contexts(items)
 
 
 class StagingCheckpoint:

@@ -1,0 +1,147 @@
+"""Contextual retrieval (Anthropic's method) through an OpenAI-compatible chat endpoint.
+
+For every chunk the model writes a short context that situates it in its document;
+the context is prefixed to the embedded and keyword-indexed text. The whole document
+is the first, identical part of every request for that document, so servers with
+prompt caching (llama.cpp's ``cache_prompt``, hosted prefix caches) pay for it once.
+Contexts are cached by (chunk text hash, document hash, prompt version, model), so
+re-runs and embedding-model upgrades never ask again.
+
+Retries (tenacity, exponential backoff) cover 429, 5xx, timeouts and connection
+errors only; any other failure fails the document with category ``context``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Protocol
+
+import httpx
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
+
+from corpusflow.errors import Category, ConfigurationError, DocumentError
+from corpusflow.settings import LLMSettings
+from parsers.models import ParsedDocument
+
+SYSTEM = "You write short contexts that situate a chunk within its document, for search retrieval."
+DOCUMENT_TEMPLATE = "<document>\n{document}\n</document>"
+CHUNK_TEMPLATE = (
+    "Here is the chunk we want to situate within the whole document\n<chunk>\n{chunk}\n</chunk>\n"
+    "Please give a short succinct context to situate this chunk within the overall document for "
+    "the purposes of improving search retrieval of the chunk. Answer only with the succinct "
+    "context and nothing else."
+)
+
+
+class ContextCache(Protocol):
+    """Persistent cache of generated contexts (storage implements it)."""
+
+    def get_many(self, keys: Sequence[str]) -> Mapping[str, str]: ...
+
+    def put_many(self, items: Mapping[str, str]) -> None: ...
+
+
+class _Transient(Exception):
+    pass
+
+
+def _is_transient(exc: BaseException) -> bool:
+    return isinstance(exc, _Transient | httpx.TimeoutException | httpx.TransportError)
+
+
+class LLMContextualizer:
+    """Contextualizer backed by an OpenAI-compatible /chat/completions endpoint."""
+
+    def __init__(self, settings: LLMSettings, cache: ContextCache | None = None) -> None:
+        if not settings.base_url:
+            raise ConfigurationError(
+                "chunk.contextual='llm' needs llm.base_url (CORPUSFLOW_LLM__BASE_URL), an "
+                "OpenAI-compatible API root such as http://127.0.0.1:8080/v1"
+            )
+        self.settings = settings
+        self.cache = cache
+        self.calls = 0  # requests sent (tests and benchmarks read it)
+        self._lock = threading.Lock()
+        headers = {}
+        key = os.environ.get(settings.api_key_env)
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        self.client = httpx.Client(
+            base_url=settings.base_url.rstrip("/"), headers=headers, timeout=settings.timeout_s
+        )
+
+    def cache_key(self, doc_hash: str, chunk_text: str) -> str:
+        s = self.settings
+        blob = f"{hashlib.sha256(chunk_text.encode()).hexdigest()}|{doc_hash}|{s.prompt_version}|{s.model}"
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    def _document(self, parsed: ParsedDocument) -> str:
+        # ~4 characters per token is close enough to bound the request size.
+        return parsed.markdown[: self.settings.max_document_tokens * 4]
+
+    def _ask(self, document: str, chunk: str) -> str:
+        payload: dict[str, Any] = {
+            "model": self.settings.model,
+            "temperature": 0,
+            "max_tokens": self.settings.context_max_tokens,
+            "cache_prompt": True,  # llama.cpp server: reuse the shared document prefix
+            "messages": [
+                {"role": "system", "content": SYSTEM},
+                {"role": "user", "content": DOCUMENT_TEMPLATE.format(document=document)},
+                {"role": "user", "content": CHUNK_TEMPLATE.format(chunk=chunk)},
+            ],
+        }
+        for attempt in Retrying(
+            retry=retry_if_exception(_is_transient),
+            stop=stop_after_attempt(self.settings.max_attempts),
+            wait=wait_exponential(multiplier=0.5, max=20),
+            reraise=True,
+        ):
+            with attempt:
+                with self._lock:
+                    self.calls += 1
+                resp = self.client.post("/chat/completions", json=payload)
+                if resp.status_code == 429 or resp.status_code >= 500:
+                    raise _Transient(f"HTTP {resp.status_code}")
+                if resp.status_code >= 400:
+                    raise DocumentError(
+                        Category.CONTEXT,
+                        f"LLM endpoint refused the request: HTTP {resp.status_code} {resp.text[:200]}",
+                    )
+                try:
+                    text = resp.json()["choices"][0]["message"]["content"]
+                except (ValueError, KeyError, IndexError, TypeError) as exc:
+                    raise DocumentError(
+                        Category.CONTEXT, f"malformed LLM response: {resp.text[:200]}"
+                    ) from exc
+                return " ".join(str(text).split())
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def contexts(
+        self, parsed: ParsedDocument, pieces: Sequence[tuple[str, tuple[str, ...], str]]
+    ) -> list[str]:
+        doc_hash = hashlib.sha256(parsed.markdown.encode()).hexdigest()
+        keys = [self.cache_key(doc_hash, text) for text, _h, _p in pieces]
+        cached = dict(self.cache.get_many(keys)) if self.cache is not None else {}
+        todo = [(i, pieces[i][0]) for i, k in enumerate(keys) if k not in cached]
+        if todo:
+            document = self._document(parsed)
+            try:
+                with ThreadPoolExecutor(max_workers=self.settings.max_concurrency) as pool:
+                    answers = list(pool.map(lambda it: self._ask(document, it[1]), todo))
+            except DocumentError:
+                raise
+            except Exception as exc:
+                raise DocumentError(
+                    Category.CONTEXT,
+                    f"LLM endpoint failed after retries: {type(exc).__name__}: {exc}",
+                ) from exc
+            fresh = {keys[i]: answer for (i, _t), answer in zip(todo, answers, strict=True)}
+            if self.cache is not None:
+                self.cache.put_many(fresh)
+            cached.update(fresh)
+        return [cached[k] for k in keys]
