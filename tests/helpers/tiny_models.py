@@ -3,12 +3,17 @@
 BGE-M3's weights cannot be downloaded here, but FlagEmbedding's BGEM3FlagModel
 loads any directory holding an HF encoder, a tokenizer, sparse_linear.pt and
 colbert_linear.pt. ``build_tiny_bgem3`` writes such a directory with random
-weights (XLM-RoBERTa shape, hidden size 32) in about a second.
+weights (XLM-RoBERTa shape, hidden size 32) in about a second; its keyword
+arguments size it up, and ``build_random_bgem3`` uses them to build a model of
+BGE-M3's exact architecture (XLM-RoBERTa large, 568M parameters, ~2.3 GB in
+float32) for throughput benchmarks.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 SENTENCES = [
     "The nightly hotel cap for tier one cities is five hundred yuan.",
@@ -18,8 +23,41 @@ SENTENCES = [
     "表格 中的 数据 用于 检索 测试",
 ]
 
+# BAAI/bge-m3's config.json, less what does not change the computation.
+BGE_M3_ARCHITECTURE: dict[str, Any] = {
+    "hidden": 1024,
+    "layers": 24,
+    "heads": 16,
+    "intermediate": 4096,
+    "max_positions": 8194,
+    "vocab_size": 250002,
+    "type_vocab_size": 1,
+    "layer_norm_eps": 1e-5,
+}
 
-def build_tiny_bgem3(target: Path, seed: int = 0, hidden: int = 32) -> Path:
+
+def build_tiny_bgem3(
+    target: Path,
+    seed: int = 0,
+    hidden: int = 32,
+    *,
+    layers: int = 2,
+    heads: int = 2,
+    intermediate: int = 64,
+    max_positions: int = 130,
+    vocab_size: int | None = None,
+    type_vocab_size: int | None = None,
+    layer_norm_eps: float | None = None,
+    tokenizer_vocab: int = 400,
+    corpus: Sequence[str] | None = None,
+) -> Path:
+    """A BGE-M3-layout directory with random weights; the defaults build the tiny test model.
+
+    ``vocab_size`` (default: the tokenizer's) may exceed the WordPiece tokenizer's
+    vocabulary, as BGE-M3's 250002 does: the extra embedding rows are never looked
+    up but cost what they cost in memory. The tokenizer's ``model_max_length`` is
+    ``max_positions - 2``, as in XLM-RoBERTa.
+    """
     import torch
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast, XLMRobertaConfig, XLMRobertaModel
@@ -29,9 +67,9 @@ def build_tiny_bgem3(target: Path, seed: int = 0, hidden: int = 32) -> Path:
     tok.normalizer = normalizers.BertNormalizer(lowercase=True)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     trainer = trainers.WordPieceTrainer(
-        vocab_size=400, special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+        vocab_size=tokenizer_vocab, special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
     )
-    tok.train_from_iterator(SENTENCES * 4, trainer=trainer)
+    tok.train_from_iterator(list(corpus) if corpus is not None else SENTENCES * 4, trainer=trainer)
     tok.post_processor = processors.TemplateProcessing(
         single="<s> $A </s>",
         pair="<s> $A </s> </s> $B </s>",
@@ -46,22 +84,37 @@ def build_tiny_bgem3(target: Path, seed: int = 0, hidden: int = 32) -> Path:
         cls_token="<s>",
         sep_token="</s>",
         mask_token="<mask>",
-        model_max_length=128,
+        model_max_length=max_positions - 2,
     )
     fast.save_pretrained(target)
     torch.manual_seed(seed)
+    extra: dict[str, Any] = {}
+    if type_vocab_size is not None:
+        extra["type_vocab_size"] = type_vocab_size
+    if layer_norm_eps is not None:
+        extra["layer_norm_eps"] = layer_norm_eps
     config = XLMRobertaConfig(
-        vocab_size=fast.vocab_size,
+        vocab_size=vocab_size if vocab_size is not None else fast.vocab_size,
         hidden_size=hidden,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=130,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=intermediate,
+        max_position_embeddings=max_positions,
         pad_token_id=fast.pad_token_id,
         bos_token_id=fast.bos_token_id,
         eos_token_id=fast.eos_token_id,
+        **extra,
     )
-    XLMRobertaModel(config).save_pretrained(target)
+    model = XLMRobertaModel(config)
+    model.save_pretrained(target)
+    del model
     torch.save(torch.nn.Linear(hidden, 1).state_dict(), target / "sparse_linear.pt")
     torch.save(torch.nn.Linear(hidden, hidden).state_dict(), target / "colbert_linear.pt")
     return target
+
+
+def build_random_bgem3(target: Path, seed: int = 0, corpus: Sequence[str] | None = None) -> Path:
+    """Randomly initialised weights of BGE-M3's exact architecture, in its directory layout."""
+    arch = dict(BGE_M3_ARCHITECTURE)
+    hidden = int(arch.pop("hidden"))
+    return build_tiny_bgem3(target, seed, hidden, corpus=corpus, **arch)
