@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from parsers.models import ParsedDocument
 
 # Bump when the chunk output for the same input and settings changes.
-CHUNKER_VERSION = "1"
+CHUNKER_VERSION = "2"
 
 
 @dataclass(frozen=True, slots=True)

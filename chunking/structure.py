@@ -116,6 +116,8 @@ def chunk_document(
         if not text:
             continue
         headings = tuple(h.strip() for h in (dchunk.meta.headings or []) if h and h.strip())
+        # Text before the first heading belongs to the document itself.
+        headings = headings or ((parsed.title,) if parsed.title else ())
         pages = tuple(
             sorted({p.page_no for item in dchunk.meta.doc_items for p in getattr(item, "prov", [])})
         )

@@ -334,6 +334,72 @@ ModeOpt = Annotated[
 
 
 @app.command()
+def chunks(
+    file: Annotated[Path, typer.Argument(help="The file to chunk.")],
+    config: ConfigOpt = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="Embedding model whose tokenizer sizes chunks.")
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print chunks as JSON.")] = False,
+) -> None:
+    """Print the chunks of FILE as they would be embedded: context, text, parent, headings."""
+    settings = _settings(config, None, model, None)
+    configure_environment()
+    from corpusflow.errors import CorpusflowError
+    from corpusflow.pipeline import Fingerprints, WorkItem, chunk_parsed, make_contextualizer
+    from embedding import load_embedder, resolve_model
+    from parsers import ParserPool
+    from sources import LocalSource, SourceFile
+    from storage import Store
+
+    if not file.is_file():
+        _fail(f"no such file: {file}")
+    try:
+        spec = resolve_model(settings.embed)
+        fps = Fingerprints.of(settings, spec)
+        with ParserPool(settings.parse) as pool:
+            parsed = pool.parse(file)
+        st = file.stat()
+        item = WorkItem(SourceFile(file.name, st.st_size, st.st_mtime, str(file)), "", "new")
+        item.sha256 = LocalSource.content_hash(item.file)
+        ctx = make_contextualizer(settings, Store(settings.storage.db, settings.storage.collection))
+        tokenizer = load_embedder(settings.embed, spec).tokenizer()
+        result = chunk_parsed(item, parsed, tokenizer, settings, fps, ctx)
+    except CorpusflowError as exc:
+        _fail(str(exc), code=1)
+    parents = {p.parent_id: p for p in result.parents}
+    rows: list[dict[str, Any]] = [
+        {
+            "position": c.position,
+            "chunk_id": c.chunk_id,
+            "parent_id": c.parent_id,
+            "heading_path": list(c.heading_path),
+            "page_numbers": list(c.page_numbers),
+            "n_tokens": c.n_tokens,
+            "context": c.context,
+            "text": c.text,
+            "parent_chars": len(parents[c.parent_id].text),
+        }
+        for c in result.children
+    ]
+    if json_out:
+        typer.echo(json.dumps(rows, indent=2, ensure_ascii=False))
+        return
+    typer.echo(
+        f"{len(rows)} chunks, {len(parents)} parents, max {fps.max_tokens} tokens ({spec.model_id})"
+    )
+    for r in rows:
+        typer.secho(
+            f"--- #{r['position']} {r['n_tokens']} tok · {' > '.join(r['heading_path']) or '-'} · "
+            f"p.{','.join(map(str, r['page_numbers'])) or '-'} · parent {r['parent_id'][:8]}",
+            bold=True,
+        )
+        if r["context"]:
+            typer.secho(f"[context] {r['context']}", dim=True)
+        typer.echo(r["text"])
+
+
+@app.command()
 def search(
     query: Annotated[str, typer.Argument(help="What to search for.")],
     db: DbOpt = None,

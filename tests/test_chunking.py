@@ -102,3 +102,47 @@ def test_fixed_strategy_windows_with_overlap(samples_dir: Path, minilm_tokenizer
     # parents off: each chunk is its own context
     parents = {p.parent_id: p.text for p in cs.parents}
     assert all(parents[c.parent_id] == c.text for c in cs.children)
+
+
+def test_split_table_repeats_its_header(tmp_path: Path, minilm_tokenizer: Any) -> None:
+    import docx
+
+    d = docx.Document()
+    d.add_heading("Spare parts catalogue", 1)
+    table = d.add_table(rows=1, cols=3)
+    for cell, text in zip(
+        table.rows[0].cells, ["Part number", "Description", "Depot"], strict=True
+    ):
+        cell.text = text
+    for i in range(40):
+        row = table.add_row().cells
+        row[0].text, row[1].text, row[2].text = (
+            f"PN-{1000 + i}",
+            f"gearbox bearing type {i}",
+            "Rotterdam",
+        )
+    path = tmp_path / "catalogue.docx"
+    d.save(str(path))
+    cs = _chunks(path, minilm_tokenizer, max_tokens=96)
+    table_chunks = [c for c in cs.children if "PN-" in c.text]
+    assert len(table_chunks) >= 3  # the table had to be split
+    for c in table_chunks:
+        assert "Description" in c.text and "Depot" in c.text  # every piece carries the header
+        assert c.heading_path == ("Spare parts catalogue",)
+    rows_seen = {
+        f"PN-{1000 + i}"
+        for i in range(40)
+        if any(f"PN-{1000 + i}," in c.text for c in table_chunks)
+    }
+    assert len(rows_seen) == 40  # no row lost at a split
+
+
+def test_shared_docs_with_headings_give_every_chunk_a_heading_path(
+    shared_corpus: Path, minilm_tokenizer: Any
+) -> None:
+    for name in ["docx/word_sample.docx", "html/example_01.html", "pptx/powerpoint_sample.pptx"]:
+        cs = _chunks(shared_corpus / name, minilm_tokenizer)
+        assert cs.children
+        assert all(c.heading_path for c in cs.children), name
+        parents = {p.parent_id: p.text for p in cs.parents}
+        assert all(c.text in parents[c.parent_id] for c in cs.children), name

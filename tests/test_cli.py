@@ -73,3 +73,11 @@ def test_missing_source_is_a_clear_error(tmp_path: Path) -> None:
     proc = _cli("ingest", str(tmp_path / "nope"), "--db", str(tmp_path / "db"), check=False)
     assert proc.returncode != 0
     assert "source directory not found" in proc.stderr
+
+
+def test_chunks_command_shows_what_is_embedded(samples_dir: Path) -> None:
+    rows = json.loads(_cli("chunks", str(samples_dir / "travel_policy.docx"), "--json").stdout)
+    hotel = next(r for r in rows if "CNY" in r["text"])
+    assert hotel["heading_path"][-1] == "Hotel Limits"
+    assert hotel["context"].startswith("Travel and Expense Policy")
+    assert hotel["parent_id"] and hotel["n_tokens"] <= 256
