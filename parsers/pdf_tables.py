@@ -1,0 +1,759 @@
+"""Tables from a PDF's text layer and vector graphics, without models.
+
+Two kinds of evidence are used, strongest first:
+
+- ruled tables: the thin strokes and rectangle edges a PDF draws as cell
+  borders (read with pypdfium2) form a grid; words are placed in its cells, and
+  a border missing between two neighbouring cells makes them one spanning cell;
+- tables without vertical borders (unruled, or booktabs-style with horizontal
+  rules only): rows of short text fragments whose gaps line up into the same
+  empty vertical corridors over several consecutive rows.
+
+Every detector is conservative, because a false table breaks paragraphs apart:
+it needs at least two rows and two columns, several filled cells, and cells
+that read like cells (a few words), not like paragraphs.
+
+Coordinates are PDF points with a top-left origin, like ``parsers.pdf_offline``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# A stroke at most this thick (points) is a rule, not a filled area. Table
+# borders are hairlines (0.1-1.5 pt); a thicker bar is decoration.
+_RULE_MAX_THICKNESS = 2.5
+# Rules shorter than this are glyph parts, underline dashes or tick marks.
+_RULE_MIN_LENGTH = 6.0
+# Boundaries closer than this are one border (double rules, the two edges of a
+# thin filled rectangle, rounding in the producer).
+_SNAP = 2.5
+# More distinct border lines than this on a page (after joining the segments of
+# each line) is a drawing: a plot's ticks and grid, a map, a plan.
+_MAX_RULES = 1500
+
+
+@dataclass(frozen=True, slots=True)
+class Word:
+    """One word of the text layer, in content-stream order on its page."""
+
+    text: str
+    left: float
+    top: float
+    right: float
+    bottom: float
+    font: str = ""
+    order: int = 0
+
+    @property
+    def cx(self) -> float:
+        return (self.left + self.right) / 2
+
+    @property
+    def cy(self) -> float:
+        return (self.top + self.bottom) / 2
+
+    @property
+    def height(self) -> float:
+        return max(self.bottom - self.top, 0.1)
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """An axis-aligned border segment: y (horizontal) or x (vertical) and its extent."""
+
+    horizontal: bool
+    pos: float
+    start: float
+    end: float
+
+
+@dataclass(slots=True)
+class Cell:
+    row: int
+    col: int
+    row_span: int
+    col_span: int
+    text: str
+
+
+@dataclass(slots=True)
+class Table:
+    page_no: int
+    left: float
+    top: float
+    right: float
+    bottom: float
+    n_rows: int
+    n_cols: int
+    cells: list[Cell] = field(default_factory=list)
+    header_rows: int = 1
+
+    def contains(self, x: float, y: float, tol: float = 1.0) -> bool:
+        return self.left - tol <= x <= self.right + tol and self.top - tol <= y <= self.bottom + tol
+
+    def grid(self) -> list[list[str]]:
+        """Row-major text grid, a spanning cell's text repeated in every slot it covers."""
+        out = [["" for _ in range(self.n_cols)] for _ in range(self.n_rows)]
+        for c in self.cells:
+            for r in range(c.row, c.row + c.row_span):
+                for k in range(c.col, c.col + c.col_span):
+                    out[r][k] = c.text
+        return out
+
+
+# --------------------------------------------------------------------------- #
+# Vector graphics (pypdfium2)
+# --------------------------------------------------------------------------- #
+
+
+def _transform(m: tuple[float, ...], x: float, y: float) -> tuple[float, float]:
+    a, b, c, d, e, f = m
+    return a * x + c * y + e, b * x + d * y + f
+
+
+def _compose(outer: tuple[float, ...], inner: tuple[float, ...]) -> tuple[float, ...]:
+    """Matrix of applying ``inner`` first, then ``outer`` (PDF row-vector convention)."""
+    a1, b1, c1, d1, e1, f1 = inner
+    a2, b2, c2, d2, e2, f2 = outer
+    return (
+        a1 * a2 + b1 * c2,
+        a1 * b2 + b1 * d2,
+        c1 * a2 + d1 * c2,
+        c1 * b2 + d1 * d2,
+        e1 * a2 + f1 * c2 + e2,
+        e1 * b2 + f1 * d2 + f2,
+    )
+
+
+_IDENTITY = (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
+
+
+def _is_simple_polygon(obj: Any) -> bool:
+    """A path made of straight segments only (a rectangle, a line), no curves."""
+    import pypdfium2.raw as pdfium_c
+
+    n = pdfium_c.FPDFPath_CountSegments(obj)
+    if n <= 0 or n > 6:
+        return False
+    for i in range(n):
+        seg = pdfium_c.FPDFPath_GetPathSegment(obj, i)
+        if pdfium_c.FPDFPathSegment_GetType(seg) == pdfium_c.FPDF_SEGMENT_BEZIERTO:
+            return False
+    return True
+
+
+def walk_objects(
+    page: Any,
+    kinds: set[int],
+    parent: Any = None,
+    matrix: tuple[float, ...] = _IDENTITY,
+    depth: int = 0,
+) -> list[tuple[Any, int, tuple[float, float, float, float]]]:
+    """(object, type, page-space bounds l, b, r, t) of the page's objects of the given
+    pdfium types, descending into Form XObjects (whose content has its own matrix)."""
+    import ctypes
+
+    import pypdfium2.raw as pdfium_c
+
+    out: list[tuple[Any, int, tuple[float, float, float, float]]] = []
+    if parent is None:
+        count = pdfium_c.FPDFPage_CountObjects(page.raw)
+    else:
+        count = pdfium_c.FPDFFormObj_CountObjects(parent)
+    for i in range(max(count, 0)):
+        if parent is None:
+            obj = pdfium_c.FPDFPage_GetObject(page.raw, i)
+        else:
+            obj = pdfium_c.FPDFFormObj_GetObject(parent, i)
+        if not obj:
+            continue
+        kind = pdfium_c.FPDFPageObj_GetType(obj)
+        if kind == pdfium_c.FPDF_PAGEOBJ_FORM:
+            if depth < 8:
+                fm = pdfium_c.FS_MATRIX()
+                if pdfium_c.FPDFPageObj_GetMatrix(obj, ctypes.byref(fm)):
+                    inner: tuple[float, ...] = (fm.a, fm.b, fm.c, fm.d, fm.e, fm.f)
+                else:
+                    inner = _IDENTITY
+                out += walk_objects(page, kinds, obj, _compose(matrix, inner), depth + 1)
+            continue
+        if kind not in kinds:
+            continue
+        l_, b_, r_, t_ = (ctypes.c_float() for _ in range(4))
+        if not pdfium_c.FPDFPageObj_GetBounds(
+            obj, ctypes.byref(l_), ctypes.byref(b_), ctypes.byref(r_), ctypes.byref(t_)
+        ):
+            continue
+        corners = [
+            _transform(matrix, x, y) for x in (l_.value, r_.value) for y in (b_.value, t_.value)
+        ]
+        xs = [p[0] for p in corners]
+        ys = [p[1] for p in corners]
+        out.append((obj, kind, (min(xs), min(ys), max(xs), max(ys))))
+    return out
+
+
+def page_rules(path: Path, page_nos: Iterable[int]) -> dict[int, list[Rule]]:
+    """Border segments of the given 1-based pages, top-left origin, in points."""
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as pdfium_c
+
+    wanted = set(page_nos)
+    rules: dict[int, list[Rule]] = {}
+    pdf = pdfium.PdfDocument(path)
+    try:
+        for page_no in sorted(wanted):
+            if not 1 <= page_no <= len(pdf):
+                continue
+            page = pdf[page_no - 1]
+            try:
+                height = page.get_height()
+                paths = walk_objects(page, {pdfium_c.FPDF_PAGEOBJ_PATH})
+                out: list[Rule] = []
+                for obj, _kind, (left, bottom, right, top) in paths:
+                    w, h = right - left, top - bottom
+                    y0, y1 = height - top, height - bottom  # to a top-left origin
+                    if h <= _RULE_MAX_THICKNESS and w >= _RULE_MIN_LENGTH:
+                        out.append(Rule(True, (y0 + y1) / 2, left, right))
+                    elif w <= _RULE_MAX_THICKNESS and h >= _RULE_MIN_LENGTH:
+                        out.append(Rule(False, (left + right) / 2, y0, y1))
+                    elif (
+                        w >= _RULE_MIN_LENGTH and h >= _RULE_MIN_LENGTH and _is_simple_polygon(obj)
+                    ):
+                        # A rectangle (cell shading or a drawn box): its four edges.
+                        out += [
+                            Rule(True, y0, left, right),
+                            Rule(True, y1, left, right),
+                            Rule(False, left, y0, y1),
+                            Rule(False, right, y0, y1),
+                        ]
+                rules[page_no] = out
+            finally:
+                page.close()
+    finally:
+        pdf.close()
+    return rules
+
+
+# --------------------------------------------------------------------------- #
+# Shared helpers
+# --------------------------------------------------------------------------- #
+
+
+def _cluster(values: Sequence[float], tol: float) -> list[float]:
+    """Sorted representatives of values, those within tol of each other merged."""
+    out: list[list[float]] = []
+    for v in sorted(values):
+        if out and v - out[-1][-1] <= tol:
+            out[-1].append(v)
+        else:
+            out.append([v])
+    return [sum(g) / len(g) for g in out]
+
+
+def _is_cjk(ch: str) -> bool:
+    # Chinese and Japanese are written without spaces between words (Korean is not).
+    return bool(ch) and ("\u3040" <= ch <= "\u30ff" or "\u3400" <= ch <= "\u9fff")
+
+
+def join_words(words: Sequence[Word]) -> str:
+    """Words of one cell as text: visual lines top to bottom, stream order inside a line."""
+    if not words:
+        return ""
+    rows: list[list[Word]] = []
+    for w in sorted(words, key=lambda w: w.cy):
+        if rows:
+            last = rows[-1]
+            ref = statistics.median(x.cy for x in last)
+            if abs(w.cy - ref) <= 0.5 * min(w.height, statistics.median(x.height for x in last)):
+                last.append(w)
+                continue
+        rows.append([w])
+    text = ""
+    for row in rows:
+        for w in sorted(row, key=lambda w: w.order):
+            piece = w.text.strip()
+            if not piece:
+                continue
+            if not text:
+                text = piece
+            elif text.endswith("-") and not text.endswith(" -") and piece[:1].islower():
+                text = text[:-1] + piece
+            elif _is_cjk(text[-1]) and _is_cjk(piece[0]):
+                text += piece
+            else:
+                text += " " + piece
+    return text
+
+
+def _cell_like(texts: Sequence[str]) -> bool:
+    """Filled cells that read like table cells: a few words each, not paragraphs."""
+    filled = [t for t in texts if t.strip()]
+    if len(filled) < 4:
+        return False
+    n_words = [len(t.split()) for t in filled]
+    # A cell of a real table rarely holds a paragraph; a "table" whose cells
+    # average more than ~two lines of prose is a boxed text layout.
+    return statistics.mean(n_words) <= 20 and max(n_words) <= 80
+
+
+# --------------------------------------------------------------------------- #
+# Ruled tables
+# --------------------------------------------------------------------------- #
+
+
+def _merge_collinear(rules: Sequence[Rule]) -> list[Rule]:
+    """Join segments on the same line that touch or overlap (a border drawn per cell)."""
+    out: list[Rule] = []
+    for horizontal in (True, False):
+        group = sorted((r for r in rules if r.horizontal == horizontal), key=lambda r: r.pos)
+        # Snap each position to the mean of its cluster (positions within _SNAP).
+        clusters: list[list[Rule]] = []
+        for r in group:
+            if clusters and r.pos - clusters[-1][-1].pos <= _SNAP:
+                clusters[-1].append(r)
+            else:
+                clusters.append([r])
+        snapped = sorted(
+            (sum(x.pos for x in c) / len(c), r.start, r.end) for c in clusters for r in c
+        )
+        for pos, start, end in snapped:
+            last = out[-1] if out else None
+            if (
+                last is not None
+                and last.horizontal == horizontal
+                and last.pos == pos
+                and start <= last.end + _SNAP
+            ):
+                out[-1] = Rule(horizontal, pos, last.start, max(last.end, end))
+            else:
+                out.append(Rule(horizontal, pos, start, end))
+    return out
+
+
+def _components(rules: Sequence[Rule]) -> list[list[Rule]]:
+    """Groups of rules connected by crossings or touching ends."""
+    parent = list(range(len(rules)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    hs = [i for i, r in enumerate(rules) if r.horizontal]
+    vs = [i for i, r in enumerate(rules) if not r.horizontal]
+    for i in hs:
+        h = rules[i]
+        for j in vs:
+            v = rules[j]
+            if (
+                h.start - _SNAP <= v.pos <= h.end + _SNAP
+                and v.start - _SNAP <= h.pos <= v.end + _SNAP
+            ):
+                parent[find(i)] = find(j)
+    groups: dict[int, list[Rule]] = {}
+    for i, r in enumerate(rules):
+        groups.setdefault(find(i), []).append(r)
+    return list(groups.values())
+
+
+def _covered(rules: Sequence[Rule], pos: float, lo: float, hi: float) -> bool:
+    """Is there a rule at pos covering most of [lo, hi]?"""
+    need = 0.5 * (hi - lo)
+    total = 0.0
+    for r in rules:
+        if abs(r.pos - pos) <= _SNAP:
+            total += max(0.0, min(r.end, hi) - max(r.start, lo))
+    return total >= need
+
+
+def _grid_table(
+    page_no: int,
+    words: Sequence[Word],
+    xs: list[float],
+    ys: list[float],
+    v_rules: Sequence[Rule],
+    h_rules: Sequence[Rule],
+) -> Table | None:
+    """Place words into the grid xs × ys; missing borders merge cells into spans."""
+
+    # Drop rows and columns that hold no word: spacing strips, double borders.
+    def occupied_rows(ys: list[float]) -> list[float]:
+        keep = [ys[0]]
+        for i in range(1, len(ys)):
+            lo, hi = keep[-1], ys[i]
+            has = any(lo <= w.cy < hi and xs[0] <= w.cx <= xs[-1] for w in words)
+            if has or i == len(ys) - 1:
+                keep.append(hi)
+            # else: the empty strip joins the next row
+        return keep
+
+    def occupied_cols(xs: list[float]) -> list[float]:
+        keep = [xs[0]]
+        for i in range(1, len(xs)):
+            lo, hi = keep[-1], xs[i]
+            has = any(lo <= w.cx < hi and ys[0] <= w.cy <= ys[-1] for w in words)
+            if has or i == len(xs) - 1:
+                keep.append(hi)
+        return keep
+
+    ys = occupied_rows(ys)
+    xs = occupied_cols(xs)
+    n_rows, n_cols = len(ys) - 1, len(xs) - 1
+    if n_rows < 2 or n_cols < 2:
+        return None
+
+    # Union neighbouring grid slots that no border separates.
+    parent = list(range(n_rows * n_cols))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for r in range(n_rows):
+        for c in range(n_cols):
+            if c + 1 < n_cols and not _covered(v_rules, xs[c + 1], ys[r], ys[r + 1]):
+                parent[find(r * n_cols + c)] = find(r * n_cols + c + 1)
+            if r + 1 < n_rows and not _covered(h_rules, ys[r + 1], xs[c], xs[c + 1]):
+                parent[find(r * n_cols + c)] = find((r + 1) * n_cols + c)
+    groups: dict[int, list[tuple[int, int]]] = {}
+    for r in range(n_rows):
+        for c in range(n_cols):
+            groups.setdefault(find(r * n_cols + c), []).append((r, c))
+    spans: list[list[tuple[int, int]]] = []
+    for slots in groups.values():
+        rows = {r for r, _ in slots}
+        cols = {c for _, c in slots}
+        if len(slots) == len(rows) * len(cols):
+            spans.append(slots)
+        else:  # not a rectangle: keep the slots apart
+            spans += [[s] for s in slots]
+
+    buckets: dict[tuple[int, int], list[Word]] = {}
+    for w in words:
+        if not (xs[0] <= w.cx <= xs[-1] and ys[0] <= w.cy <= ys[-1]):
+            continue
+        r = max(i for i in range(n_rows) if ys[i] <= w.cy) if w.cy >= ys[0] else 0
+        c = max(i for i in range(n_cols) if xs[i] <= w.cx) if w.cx >= xs[0] else 0
+        buckets.setdefault((r, c), []).append(w)
+
+    cells: list[Cell] = []
+    for slots in spans:
+        r0 = min(r for r, _ in slots)
+        c0 = min(c for _, c in slots)
+        r1 = max(r for r, _ in slots)
+        c1 = max(c for _, c in slots)
+        inside = [w for s in slots for w in buckets.get(s, [])]
+        cells.append(Cell(r0, c0, r1 - r0 + 1, c1 - c0 + 1, join_words(inside)))
+    # The whole grid one cell, or every cell spanning a full row: a box, not a table.
+    if all(c.col_span == n_cols for c in cells) or all(c.row_span == n_rows for c in cells):
+        return None
+    if not _cell_like([c.text for c in cells]):
+        return None
+    filled_rows = {r for c in cells if c.text for r in range(c.row, c.row + c.row_span)}
+    if len(filled_rows) < 2:
+        return None
+    cells.sort(key=lambda c: (c.row, c.col))
+    # A top-row cell spanning several columns heads a group of sub-headers in
+    # the rows below it: the header then reaches as deep as the top-row cells do.
+    top = [c for c in cells if c.row == 0]
+    header = 1
+    if any(c.col_span > 1 for c in top):
+        header = min(max(c.row_span for c in top), n_rows - 1)
+    return Table(page_no, xs[0], ys[0], xs[-1], ys[-1], n_rows, n_cols, cells, header)
+
+
+def find_ruled_tables(page_no: int, words: Sequence[Word], rules: Sequence[Rule]) -> list[Table]:
+    """Tables whose cells are delimited by drawn borders."""
+    merged = _merge_collinear(rules)
+    if len(merged) > _MAX_RULES:
+        return []  # a drawing (chart, map, plan), not a page of tables
+    tables: list[Table] = []
+    for comp in _components(merged):
+        hs = [r for r in comp if r.horizontal]
+        vs = [r for r in comp if not r.horizontal]
+        if not hs or not vs:
+            continue
+        left = min([h.start for h in hs] + [v.pos for v in vs])
+        right = max([h.end for h in hs] + [v.pos for v in vs])
+        top = min([v.start for v in vs] + [h.pos for h in hs])
+        bottom = max([v.end for v in vs] + [h.pos for h in hs])
+        if right - left < 3 * _RULE_MIN_LENGTH or bottom - top < 2 * _RULE_MIN_LENGTH:
+            continue
+        xs = _cluster([left, right, *(v.pos for v in vs)], _SNAP)
+        ys = _cluster([top, bottom, *(h.pos for h in hs)], _SNAP)
+        inside = [w for w in words if left <= w.cx <= right and top <= w.cy <= bottom]
+        if len(inside) < 4:
+            continue
+        # Borders at the outside are implied: the table's box closes the grid.
+        table = _grid_table(page_no, inside, xs, ys, vs, hs)
+        if table is not None:
+            tables.append(table)
+    return _drop_nested(tables)
+
+
+def _drop_nested(tables: list[Table]) -> list[Table]:
+    """Of overlapping tables (a grid inside a drawn frame), keep the larger one."""
+    out: list[Table] = []
+    for t in sorted(tables, key=lambda t: -(t.right - t.left) * (t.bottom - t.top)):
+        if any(
+            t.left < o.right and o.left < t.right and t.top < o.bottom and o.top < t.bottom
+            for o in out
+        ):
+            continue
+        out.append(t)
+    return out
+
+
+# A gap wider than about one em between words on a row separates table cells:
+# word spaces are a quarter to a half em, even in loosely justified lines.
+_CELL_GAP = 1.0
+# Cells of a table found from alignment alone hold a few words; anything wordier
+# is prose laid out in columns, a list with hanging markers, or a form.
+_ALIGNED_MEAN_WORDS = 4.0
+_ALIGNED_MAX_WORDS = 10
+
+
+@dataclass(slots=True)
+class _Row:
+    words: list[Word]
+    top: float
+    bottom: float
+    height: float
+    segments: list[list[Word]]
+
+
+def _visual_rows(words: Sequence[Word]) -> list[_Row]:
+    """Words grouped into rows by vertical position, each row split into segments
+    at gaps wider than a word space."""
+    groups: list[list[Word]] = []
+    sum_cy = sum_h = 0.0  # running sums of the current group
+    for w in sorted(words, key=lambda w: w.cy):
+        if groups:
+            g = groups[-1]
+            ref, h = sum_cy / len(g), min(w.height, sum_h / len(g))
+            if abs(w.cy - ref) <= 0.4 * h:
+                g.append(w)
+                sum_cy += w.cy
+                sum_h += w.height
+                continue
+        groups.append([w])
+        sum_cy, sum_h = w.cy, w.height
+    rows: list[_Row] = []
+    for g in groups:
+        g.sort(key=lambda w: w.left)
+        h = statistics.median(w.height for w in g)
+        segs: list[list[Word]] = [[g[0]]]
+        for w in g[1:]:
+            if w.left - segs[-1][-1].right > _CELL_GAP * h:
+                segs.append([w])
+            else:
+                segs[-1].append(w)
+        rows.append(_Row(g, min(w.top for w in g), max(w.bottom for w in g), h, segs))
+    return rows
+
+
+def _corridors(rows: Sequence[_Row], left: float, right: float, allow: int) -> list[float]:
+    """x positions of vertical white corridors crossing the rows (column separators).
+
+    A corridor is an x range that no segment covers in any row, except in at most
+    ``allow`` rows (a header cell spanning several columns).
+    """
+    h = statistics.median(r.height for r in rows)
+    events: list[tuple[float, int]] = []
+    for r in rows:
+        for seg in r.segments:
+            events += [(seg[0].left, 1), (seg[-1].right, -1)]
+    events.sort()
+    # Coverage as pieces (x0, x1, rows covering), then maximal runs of pieces
+    # covered by at most `allow` rows.
+    pieces: list[tuple[float, float, int]] = []
+    depth = 0
+    x_prev = left
+    for x, d in events:
+        if x > x_prev:
+            pieces.append((x_prev, x, depth))
+        depth += d
+        x_prev = max(x_prev, x)
+    cuts: list[float] = []
+    run: list[tuple[float, float, int]] = []
+    for piece in [*pieces, (right, right, len(rows) + 1)]:
+        if piece[2] <= allow and left < piece[0] and piece[1] < right:
+            run.append(piece)
+            continue
+        if run and run[-1][1] - run[0][0] >= 0.5 * h:
+            clear = [p for p in run if p[2] == 0]
+            best = max(clear, key=lambda p: p[1] - p[0]) if clear else None
+            if best is not None and best[1] - best[0] >= 0.25 * h:
+                cuts.append((best[0] + best[1]) / 2)
+            else:
+                cuts.append((run[0][0] + run[-1][1]) / 2)
+        run = []
+    return cuts
+
+
+def _stream_split(rows: Sequence[_Row], cuts: Sequence[float]) -> float | None:
+    """A cut with all words on one side before all words on the other in the content
+    stream: two page columns (or two pages of a spread) side by side, whose lines
+    merely share baselines. A table's rows interleave its columns in the stream."""
+    words = [w for r in rows for w in r.words]
+    for cut in cuts:
+        a = [w.order for w in words if w.cx < cut]
+        b = [w.order for w in words if w.cx >= cut]
+        if a and b and (max(a) < min(b) or max(b) < min(a)):
+            return cut
+    return None
+
+
+def _aligned_table(page_no: int, rows: list[_Row], depth: int = 0) -> list[Table]:
+    left = min(r.segments[0][0].left for r in rows)
+    right = max(r.segments[-1][-1].right for r in rows)
+    allow = 1 if len(rows) >= 4 else 0
+    cuts = _corridors(rows, left, right, allow)
+    n_cols = len(cuts) + 1
+    if n_cols < 2 or n_cols > 20:
+        return []
+    split = _stream_split(rows, cuts)
+    if split is not None:
+        if depth >= 4:
+            return []
+        words = [w for r in rows for w in r.words]
+        return [
+            t
+            for part in ([w for w in words if w.cx < split], [w for w in words if w.cx >= split])
+            for t in find_aligned_tables(page_no, part, depth=depth + 1)
+        ]
+    from parsers.pdf_offline import is_mono_face
+
+    words = [w for r in rows for w in r.words]
+    if sum(len(w.text) for w in words if is_mono_face(w.font)) * 2 > sum(
+        len(w.text) for w in words
+    ):
+        # Preformatted text: code and listings align with spaces; keep them as text.
+        return []
+    table = _aligned_grid(page_no, rows, cuts)
+    if table is not None and _is_list(table):
+        return []
+    return [table] if table is not None else []
+
+
+# Markers of list items: bullets, "1.", "(a)", "iv)".
+_MARKER = re.compile(r"^(?:[•●▪◦‣∙·\-–*]|\(?(?:\d{1,3}|[a-zA-Z]|[ivxlc]{1,5})[.)])$")
+
+
+def _is_list(table: Table) -> bool:
+    """A first column of nothing but bullets or numbers: a list with hanging markers."""
+    first = [c.text for c in table.cells if c.col == 0 and c.text]
+    return bool(first) and all(_MARKER.match(t) for t in first)
+
+
+def _aligned_grid(page_no: int, rows: list[_Row], cuts: list[float]) -> Table | None:
+    left = min(r.segments[0][0].left for r in rows)
+    right = max(r.segments[-1][-1].right for r in rows)
+    n_cols = len(cuts) + 1
+    bounds = [left - 1, *cuts, right + 1]
+
+    def col_of(x: float) -> int:
+        return max(i for i in range(n_cols) if bounds[i] <= x)
+
+    # Cells per row: each segment goes to the columns it covers.
+    grid: list[dict[int, tuple[int, list[Word]]]] = []
+    for r in rows:
+        cells: dict[int, tuple[int, list[Word]]] = {}
+        for seg in r.segments:
+            c0, c1 = col_of(seg[0].left), col_of(seg[-1].right)
+            if c0 in cells:
+                prev_span, prev_words = cells[c0]
+                cells[c0] = (max(prev_span, c1 - c0 + 1), prev_words + seg)
+            else:
+                cells[c0] = (c1 - c0 + 1, list(seg))
+        grid.append(cells)
+
+    # A row that only continues cells of the row above (a wrapped cell: empty
+    # first column, tight leading, nothing in a column the row above left empty)
+    # joins that row.
+    gaps = [b.top - a.bottom for a, b in itertools.pairwise(rows)]
+    typical_gap = statistics.median(gaps) if gaps else 0.0
+    merged: list[dict[int, tuple[int, list[Word]]]] = []
+    for i, cells in enumerate(grid):
+        if (
+            merged
+            and 0 not in cells
+            and set(cells) <= set(merged[-1])
+            and gaps[i - 1] < min(0.6 * rows[i].height, 0.75 * typical_gap)
+        ):
+            for c, (span, ws) in cells.items():
+                span0, ws0 = merged[-1][c]
+                merged[-1][c] = (max(span0, span), ws0 + ws)
+            continue
+        merged.append(dict(cells))
+
+    texts = [join_words(ws) for cells in merged for _, ws in cells.values()]
+    n_words = [len(t.split()) for t in texts if t]
+    if not n_words or statistics.mean(n_words) > _ALIGNED_MEAN_WORDS:
+        return None
+    if max(n_words) > _ALIGNED_MAX_WORDS:
+        return None
+    full_rows = sum(1 for cells in merged if len(cells) >= 2)
+    if full_rows < 3 or full_rows * 2 < len(merged):
+        return None
+    used = {c for cells in merged for c in cells}
+    if any(sum(1 for cells in merged if c in cells) < 2 for c in range(n_cols)) or len(used) < 2:
+        return None
+    out: list[Cell] = []
+    for ri, cells in enumerate(merged):
+        taken: set[int] = set()
+        for c in sorted(cells):
+            if c in taken:
+                continue
+            span, ws = cells[c]
+            span = max(1, min(span, n_cols - c))
+            taken.update(range(c, c + span))
+            out.append(Cell(ri, c, 1, span, join_words(ws)))
+    top = min(r.top for r in rows)
+    bottom = max(r.bottom for r in rows)
+    return Table(page_no, left - 1, top - 1, right + 1, bottom + 1, len(merged), n_cols, out, 1)
+
+
+def find_aligned_tables(page_no: int, words: Sequence[Word], depth: int = 0) -> list[Table]:
+    """Tables without vertical borders: columns from gaps aligned over several rows.
+
+    A run of consecutive rows split into several segments, with at most one
+    unsplit row between two split ones, whose gaps line up into common white
+    corridors, with short cells.
+    """
+    if len(words) < 6:
+        return []
+    rows = _visual_rows(words)
+    runs: list[list[_Row]] = []
+    current: list[_Row] = []
+    pending: list[_Row] = []  # one unsplit row that may sit inside a table
+    for r in rows:
+        close = bool(current) and r.top - (pending or current)[-1].bottom <= 2.0 * r.height
+        if len(r.segments) >= 2:
+            if current and close:
+                current += [*pending, r]
+            else:
+                if len(current) >= 3:
+                    runs.append(current)
+                current = [r]
+            pending = []
+        elif current and close and not pending:
+            pending = [r]
+        else:
+            if len(current) >= 3:
+                runs.append(current)
+            current, pending = [], []
+    if len(current) >= 3:
+        runs.append(current)
+    return [t for run in runs for t in _aligned_table(page_no, run, depth)]

@@ -1,0 +1,388 @@
+"""Structure recovered by the model-free PDF path: headings, lists and tables.
+
+Two kinds of evidence: the shared docling corpus with its ground truth (skipped
+when ../shared/corpus is missing), and small PDFs drawn here with pypdfium2 so
+that each rule is exercised on a page whose right answer is known.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from corpusflow.settings import ParseSettings
+from parsers.pdf_offline import (
+    Block,
+    Line,
+    is_bold_face,
+    lines_to_document,
+    parse_pdf_offline,
+)
+
+# --------------------------------------------------------------------------- #
+# Drawing test PDFs
+# --------------------------------------------------------------------------- #
+
+PAGE_W, PAGE_H = 612.0, 792.0
+
+
+class Page:
+    """Draw on a new PDF page with a top-left origin (y grows downwards)."""
+
+    def __init__(self, pdf: Any, page: Any) -> None:
+        self.pdf, self.page = pdf, page
+
+    def text(self, s: str, x: float, y: float, font: str = "Helvetica", size: float = 10) -> None:
+        import pypdfium2.raw as c
+
+        obj = c.FPDFPageObj_NewTextObj(self.pdf.raw, font.encode(), ctypes.c_float(size))
+        buf = ctypes.create_string_buffer((s + "\0").encode("utf-16-le"))
+        c.FPDFText_SetText(obj, ctypes.cast(buf, ctypes.POINTER(c.FPDF_WCHAR)))
+        c.FPDFPageObj_Transform(obj, 1, 0, 0, 1, x, PAGE_H - y)
+        c.FPDFPage_InsertObject(self.page.raw, obj)
+
+    def line(self, x0: float, y0: float, x1: float, y1: float) -> None:
+        import pypdfium2.raw as c
+
+        obj = c.FPDFPageObj_CreateNewPath(ctypes.c_float(x0), ctypes.c_float(PAGE_H - y0))
+        c.FPDFPath_LineTo(obj, ctypes.c_float(x1), ctypes.c_float(PAGE_H - y1))
+        c.FPDFPageObj_SetStrokeWidth(obj, ctypes.c_float(0.5))
+        c.FPDFPageObj_SetStrokeColor(obj, 0, 0, 0, 255)
+        c.FPDFPath_SetDrawMode(obj, 0, 1)
+        c.FPDFPage_InsertObject(self.page.raw, obj)
+
+
+def make_pdf(path: Path, *pages: Callable[[Page], None]) -> Path:
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as c
+
+    pdf = pdfium.PdfDocument.new()
+    for draw in pages:
+        page = pdf.new_page(PAGE_W, PAGE_H)
+        draw(Page(pdf, page))
+        c.FPDFPage_GenerateContent(page.raw)
+    pdf.save(str(path))
+    return path
+
+
+BODY = [
+    "The review covers the operations of the quarter and the figures of each site",
+    "that reported on time, with the exceptions noted in the sections that follow.",
+]
+
+
+def report_page(p: Page) -> None:
+    """Title, bold headings in the body size, a ruled table and an aligned table."""
+    y = 72.0
+    p.text("Quarterly Review", 72, y, "Helvetica-Bold", 18)
+    y += 32
+    for s in BODY:
+        p.text(s, 72, y)
+        y += 13
+    y += 14
+    p.text("Regional Results", 72, y, "Helvetica-Bold", 10)  # bold, body size
+    y += 14
+    for s in BODY:
+        p.text(s, 72, y)
+        y += 13
+    y += 10
+    # A ruled 3 x 4 grid whose header's first two cells are one spanning cell.
+    xs = [72.0, 200.0, 320.0, 440.0]
+    top = y
+    rows = [["Region and quarter", "", "Staff"], ["North", "1200", "14"], ["South", "980", "11"]]
+    rows.append(["East", "1430", "17"])
+    for r, row in enumerate(rows):
+        for k, cell in enumerate(row):
+            if cell:
+                p.text(cell, xs[k] + 4, y + 12, "Helvetica-Bold" if r == 0 else "Helvetica")
+        y += 16
+    for i in range(len(rows) + 1):
+        p.line(xs[0], top + 16 * i, xs[-1], top + 16 * i)
+    for k, x in enumerate(xs):
+        if k == 1:  # no border between the two header cells
+            p.line(x, top + 16, x, y)
+        else:
+            p.line(x, top, x, y)
+    y += 24
+    p.text("Staffing grew in every region compared with the previous quarter.", 72, y)
+    y += 26
+    p.text("Site Figures", 72, y, "Helvetica-Bold", 10)
+    y += 16
+    # An unruled table: three columns aligned by white space, written row by row.
+    for row in [["Site", "Units", "Defects"], ["Delft", "310", "4"], ["Ghent", "287", "7"]]:
+        for k, cell in enumerate(row):
+            p.text(cell, [72, 200, 320][k], y)
+        y += 14
+    p.text("Lyon", 72, y)
+    p.text("402", 200, y)
+    p.text("2", 320, y)
+    y += 28
+    # A bold lead-in phrase starts a paragraph; it is not a heading.
+    p.text("Note:", 72, y, "Helvetica-Bold", 10)
+    p.text("defect rates stayed below the target at all sites this quarter.", 102, y)
+    y += 13
+    p.text("The target is reviewed every year by the quality board.", 72, y)
+    # A bold running foot, far below the text.
+    p.text("Northwind Internal", 72, 760, "Helvetica-Bold", 9)
+
+
+def columns_page(p: Page) -> None:
+    """Two columns of short lines, written column after column: not a table."""
+    words = ["alpha beta gamma", "delta epsilon", "zeta eta theta", "iota kappa", "lambda mu nu"]
+    for i, s in enumerate(words * 2):
+        p.text(s, 72, 100 + 14 * i)
+    for i, s in enumerate(words * 2):
+        p.text(s.upper(), 330, 100 + 14 * i)
+
+
+def lists_and_code_page(p: Page) -> None:
+    """Prose, a numbered list with hanging markers, then a code listing aligned with spaces."""
+    y = 80.0
+    for s in BODY * 2:
+        p.text(s, 72, y)
+        y += 13
+    y += 12
+    for i, s in enumerate(["Apples", "Pears", "Plums", "Cherries"]):
+        p.text(f"{i + 1}.", 72, y)
+        p.text(s, 115, y)  # a tab stop away from its marker
+        y += 14
+    y += 14
+    for code, comment in [("x = 1", "# init"), ("y = x + 2", "# add"), ("z = y * 3", "# mul")]:
+        p.text(code, 72, y, "Courier")
+        p.text(comment, 200, y, "Courier")
+        y += 12
+    y += 14
+    for s in BODY:
+        p.text(s, 72, y)
+        y += 13
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, str]]:
+    path = make_pdf(tmp_path_factory.mktemp("pdf") / "report.pdf", report_page)
+    doc, parser, _warnings = parse_pdf_offline(path, ParseSettings())
+    assert parser == "pdf-offline"
+    yield doc, doc.export_to_markdown()
+
+
+def _items(doc: Any, kind: str) -> list[Any]:
+    return [item for item, _ in doc.iterate_items() if type(item).__name__ == kind]
+
+
+def _headings(markdown: str) -> list[str]:
+    return [ln.lstrip("#").strip() for ln in markdown.splitlines() if ln.startswith("#")]
+
+
+# --------------------------------------------------------------------------- #
+# Headings
+# --------------------------------------------------------------------------- #
+
+
+def test_title_and_body_size_bold_heading(report: tuple[Any, str]) -> None:
+    _doc, md = report
+    heads = _headings(md)
+    assert "Quarterly Review" in heads
+    # Bold at the body size, directly above its paragraph: split off as a heading.
+    assert "Regional Results" in heads
+    assert "Site Figures" in heads
+    assert any(ln.startswith("The review covers") for ln in md.splitlines())
+
+
+def test_bold_lead_in_and_running_foot_are_not_headings(report: tuple[Any, str]) -> None:
+    _doc, md = report
+    heads = _headings(md)
+    assert not any(h.startswith("Note") for h in heads)
+    assert "Northwind Internal" not in heads
+    assert "Northwind Internal" in md  # still kept as text
+
+
+def test_heading_levels_follow_size(report: tuple[Any, str]) -> None:
+    doc, _md = report
+    levels = {h.text: h.level for h in _items(doc, "SectionHeaderItem")}
+    assert levels["Quarterly Review"] < levels["Regional Results"]
+
+
+def test_bold_face_names() -> None:
+    bold = ["Arial-BoldMT", "MyriadPro-Bd", "AdobeCorpID-MyriadBdIt", "CMBX12", "Roboto-Black"]
+    regular = ["ArialMT", "MyriadPro-Regular", "CMR10", "KoPubDotumMedium", "Helvetica-Oblique"]
+    assert all(is_bold_face(f) for f in bold)
+    assert not any(is_bold_face(f) for f in regular)
+
+
+def test_ocr_style_lines_still_assemble() -> None:
+    """OCR and image parsing pass plain lines (no typography) to lines_to_document."""
+    lines = [
+        Line(1, "INCIDENT REPORT", 50, 40, 300, 70),
+        Line(1, "The cooling pump stopped at 14:10 and was restarted", 50, 90, 500, 104),
+        Line(1, "after the contactor was replaced.", 50, 106, 300, 120),
+    ]
+    doc = lines_to_document(lines, {1: (600.0, 800.0)}, "scan", [])
+    md = doc.export_to_markdown()
+    assert "## INCIDENT REPORT" in md
+    assert "restarted after the contactor" in md
+
+
+def test_korean_lines_join_with_a_space_chinese_without() -> None:
+    ko = Block("paragraph", [Line(1, "보험금 지급", 0, 0, 100, 10), Line(1, "기준", 0, 12, 40, 22)])
+    zh = Block("paragraph", [Line(1, "保险金支付", 0, 0, 100, 10), Line(1, "标准", 0, 12, 40, 22)])
+    assert ko.text == "보험금 지급 기준"
+    assert zh.text == "保险金支付标准"
+
+
+# --------------------------------------------------------------------------- #
+# Tables
+# --------------------------------------------------------------------------- #
+
+
+def test_ruled_table_with_spanning_header(report: tuple[Any, str]) -> None:
+    doc, _md = report
+    tables = _items(doc, "TableItem")
+    ruled = next(t for t in tables if t.data.num_cols == 3 and t.data.num_rows == 4)
+    grid = [[cell.text for cell in row] for row in ruled.data.grid]
+    assert grid[0][:2] == ["Region and quarter", "Region and quarter"]  # one cell, two columns
+    assert grid[0][2] == "Staff"
+    assert grid[1:] == [["North", "1200", "14"], ["South", "980", "11"], ["East", "1430", "17"]]
+
+
+def test_aligned_table_without_borders(report: tuple[Any, str]) -> None:
+    doc, md = report
+    tables = _items(doc, "TableItem")
+    aligned = [t for t in tables if t.data.grid and t.data.grid[0][0].text == "Site"]
+    assert len(aligned) == 1
+    grid = [[cell.text for cell in row] for row in aligned[0].data.grid]
+    assert grid == [
+        ["Site", "Units", "Defects"],
+        ["Delft", "310", "4"],
+        ["Ghent", "287", "7"],
+        ["Lyon", "402", "2"],
+    ]
+    # Paragraphs around the tables are untouched.
+    assert "Staffing grew in every region compared with the previous quarter." in md
+    assert "| Delft" in md  # Markdown export shows a Markdown table
+
+
+def test_hanging_list_markers_and_code_are_not_tables(tmp_path: Path) -> None:
+    path = make_pdf(tmp_path / "lists.pdf", lists_and_code_page)
+    doc, _parser, _warnings = parse_pdf_offline(path, ParseSettings())
+    assert _items(doc, "TableItem") == []
+    items = [(i.marker, i.text) for i in _items(doc, "ListItem")]
+    assert items == [("1.", "Apples"), ("2.", "Pears"), ("3.", "Plums"), ("4.", "Cherries")]
+    assert "y = x + 2" in doc.export_to_markdown()
+
+
+def test_right_to_left_fragments_join_in_reading_order() -> None:
+    """The text layer cuts an Arabic line where a Latin word starts; the pieces of
+    one baseline join right to left, and a piece cut inside a word joins without
+    a space."""
+    from parsers.pdf_offline import _merge_row_fragments
+
+    row = [
+        Line(1, "البرمجة بلغة", 300, 100, 400, 110),
+        Line(1, "Python", 250, 100, 297, 110),
+        Line(1, "و", 243, 100, 247, 110),
+        Line(1, "م", 230, 100, 240, 110),
+        Line(1, "ن التطبيقات", 150, 100, 230, 110),
+    ]
+    (merged,) = _merge_row_fragments(row)
+    assert merged.text == "البرمجة بلغة Python و من التطبيقات"
+    assert (merged.left, merged.right) == (150, 400)
+
+
+def test_columns_of_short_lines_are_not_a_table(tmp_path: Path) -> None:
+    path = make_pdf(tmp_path / "columns.pdf", columns_page)
+    doc, _parser, _warnings = parse_pdf_offline(path, ParseSettings())
+    assert _items(doc, "TableItem") == []
+    md = doc.export_to_markdown()
+    assert "alpha beta gamma" in md and "ALPHA BETA GAMMA" in md
+
+
+# --------------------------------------------------------------------------- #
+# Shared corpus (docling's test PDFs and their ground truth)
+# --------------------------------------------------------------------------- #
+
+
+def _metrics(shared_corpus: Path) -> Any:
+    sys.path.insert(0, str(shared_corpus.parents[1] / "tools"))
+    import parse_metrics  # type: ignore[import-not-found]
+
+    return parse_metrics
+
+
+def _scored(shared_corpus: Path) -> list[tuple[Path, str]]:
+    pdf_dir = shared_corpus / "pdf"
+    out = []
+    for gt in sorted((pdf_dir / "groundtruth").glob("*.md")):
+        pdf = pdf_dir / f"{gt.stem}.pdf"
+        if pdf.exists():
+            out.append((pdf, gt.read_text()))
+    if not out:
+        pytest.skip("no scored PDFs in the shared corpus")
+    return out
+
+
+@pytest.fixture(scope="module")
+def corpus_results(shared_corpus: Path) -> dict[str, tuple[Any, str, str]]:
+    results = {}
+    for pdf, gt in _scored(shared_corpus):
+        doc, _parser, _warnings = parse_pdf_offline(pdf, ParseSettings())
+        results[pdf.name] = (doc, doc.export_to_markdown(), gt)
+    return results
+
+
+def test_shared_pdfs_heading_recall(
+    shared_corpus: Path, corpus_results: dict[str, tuple[Any, str, str]]
+) -> None:
+    m = _metrics(shared_corpus)
+    recalls = {}
+    for name, (_doc, md, gt) in corpus_results.items():
+        r = m.heading_recall(md, gt)
+        if r is not None:
+            recalls[name] = r
+    assert recalls
+    low = {n: r for n, r in recalls.items() if r < 0.75}
+    assert not low, low
+    assert sum(recalls.values()) / len(recalls) >= 0.85, recalls
+
+
+def test_shared_pdfs_text_is_kept(
+    shared_corpus: Path, corpus_results: dict[str, tuple[Any, str, str]]
+) -> None:
+    """Tables and headings must not cost text: a false table breaks paragraphs."""
+    m = _metrics(shared_corpus)
+    f1 = {name: m.text_f1(md, gt) for name, (_doc, md, gt) in corpus_results.items()}
+    assert min(f1.values()) >= 0.95, f1
+
+
+def test_shared_pdfs_tables_recovered(
+    shared_corpus: Path, corpus_results: dict[str, tuple[Any, str, str]]
+) -> None:
+    m = _metrics(shared_corpus)
+    with_tables = 0
+    for name, (doc, md, gt) in corpus_results.items():
+        recall = m.table_cell_recall(md, gt)
+        has_table = bool(_items(doc, "TableItem"))
+        if recall is None:
+            # No table in the ground truth: none invented either.
+            assert not has_table, name
+            continue
+        with_tables += 1
+        assert recall >= 0.9, (name, recall)
+    assert with_tables >= 1
+
+
+def test_shared_ruled_table_keeps_spans(corpus_results: dict[str, tuple[Any, str, str]]) -> None:
+    name = "2305.03393v1-pg9.pdf"
+    if name not in corpus_results:
+        pytest.skip(f"{name} not in the shared corpus")
+    doc, _md, _gt = corpus_results[name]
+    (table,) = _items(doc, "TableItem")
+    grid = [[cell.text for cell in row] for row in table.data.grid]
+    assert table.data.num_cols == 8
+    assert grid[0][3:6] == ["TEDs", "TEDs", "TEDs"]  # one header cell over three columns
+    assert grid[1][3:6] == ["simple", "complex", "all"]
+    assert grid[2][2] == "OTSL HTML"  # two text lines in one cell
