@@ -23,6 +23,7 @@ go through the same assembly, so a mixed document is one DoclingDocument.
 
 from __future__ import annotations
 
+import functools
 import re
 import statistics
 import unicodedata
@@ -761,26 +762,33 @@ def _join(a: Line, b: Line) -> Line:
     )
 
 
-def native_content(path: Path) -> NativeContent:
-    """Text layer (lines with typography, and words) of every page, via docling's
-    model-free NativePdfPipeline."""
-    from docling.datamodel.base_models import ConversionStatus, InputFormat
+@functools.lru_cache(maxsize=1)
+def native_converter() -> Any:
+    """One converter per parser process: building it costs seconds, converting reuses it."""
+    from docling.datamodel.base_models import InputFormat
     from docling.datamodel.pipeline_options import NativePdfPipelineOptions
     from docling.document_converter import DocumentConverter, PdfFormatOption
     from docling.pipeline.native_pdf_pipeline import NativePdfPipeline
-    from docling_core.types.doc import CoordOrigin
-
-    from parsers.pdf_tables import Word as WordT
 
     opts = NativePdfPipelineOptions(
         generate_page_images=False, generate_picture_images=False, parser_threads=1
     )
-    converter = DocumentConverter(
+    return DocumentConverter(
         format_options={
             InputFormat.PDF: PdfFormatOption(pipeline_cls=NativePdfPipeline, pipeline_options=opts)
         }
     )
-    result = converter.convert(path, raises_on_error=False)
+
+
+def native_content(path: Path) -> NativeContent:
+    """Text layer (lines with typography, and words) of every page, via docling's
+    model-free NativePdfPipeline."""
+    from docling.datamodel.base_models import ConversionStatus
+    from docling_core.types.doc import CoordOrigin
+
+    from parsers.pdf_tables import Word as WordT
+
+    result = native_converter().convert(path, raises_on_error=False)
     warnings = [f"{e.module_name}: {e.error_message}" for e in result.errors]
     if result.status not in (ConversionStatus.SUCCESS, ConversionStatus.PARTIAL_SUCCESS):
         from parsers.errors import Category, ParseError

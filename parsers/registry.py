@@ -53,12 +53,13 @@ def _title(doc: DoclingDocument, fallback: str) -> str:
 
 def warm_up() -> None:
     """Import the heavy parser libraries now, so a document's deadline covers parsing only."""
-    import docling.pipeline.native_pdf_pipeline  # noqa: F401
     import pypdfium2  # noqa: F401
 
     from parsers.docling_backend import get_converter
+    from parsers.pdf_offline import native_converter
 
     get_converter()
+    native_converter()
 
 
 def parse_file(
