@@ -56,6 +56,21 @@ def _fail(message: str, code: int = 2) -> Any:
     raise typer.Exit(code)
 
 
+def _run_flow(source: str, settings: Any, start: Any) -> dict[str, Any]:
+    """Preflight, then run a flow; configuration errors exit 2, run failures exit 1."""
+    from corpusflow.errors import ConfigurationError, CorpusflowError
+    from corpusflow.pipeline import preflight
+
+    try:
+        preflight(source, settings)
+        report: dict[str, Any] = start()
+    except ConfigurationError as exc:
+        _fail(str(exc))
+    except CorpusflowError as exc:
+        _fail(str(exc), code=1)
+    return report
+
+
 def _print_report(report: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -111,19 +126,13 @@ def ingest(
     """Run the refresh flow: parse, chunk, embed and index what changed in SOURCE."""
     settings = _settings(config, db, model, collection)
     configure_environment()
-    from corpusflow.errors import ConfigurationError, CorpusflowError
+    from flows.refresh import refresh_flow
 
-    try:
-        from corpusflow.pipeline import preflight
-
-        preflight(source, settings)
-        from flows.refresh import refresh_flow
-
-        report = refresh_flow(source, settings.model_dump_json(), force_delete=force_delete)
-    except ConfigurationError as exc:
-        _fail(str(exc))
-    except CorpusflowError as exc:
-        _fail(str(exc), code=1)
+    report = _run_flow(
+        source,
+        settings,
+        lambda: refresh_flow(source, settings.model_dump_json(), force_delete=force_delete),
+    )
     if json_out:
         typer.echo(json.dumps(report, indent=2, default=str))
     else:
@@ -158,25 +167,20 @@ def reindex(
     With --eval, the question set runs on the old and the new table first."""
     settings = _settings(config, db, model, collection)
     configure_environment()
-    from corpusflow.errors import ConfigurationError, CorpusflowError
-    from corpusflow.pipeline import preflight
+    from flows.reindex import reindex_flow
 
-    try:
-        preflight(source, settings)
-        from flows.reindex import reindex_flow
-
-        report = reindex_flow(
+    report = _run_flow(
+        source,
+        settings,
+        lambda: reindex_flow(
             source,
             settings.model_dump_json(),
             force_delete=force_delete,
             eval_path=str(eval_file) if eval_file else None,
             eval_margin=margin,
             eval_mode=mode,
-        )
-    except ConfigurationError as exc:
-        _fail(str(exc))
-    except CorpusflowError as exc:
-        _fail(str(exc), code=1)
+        ),
+    )
     _print_report(report)
     if report.get("gate"):
         typer.echo(f"quality gate: {report['gate']}")
@@ -281,16 +285,11 @@ def retry_failed(
     """Reprocess only the documents in failed or quarantined state."""
     settings = _settings(config, db, None, collection)
     configure_environment()
-    from corpusflow.errors import CorpusflowError
-    from corpusflow.pipeline import preflight
+    from flows.refresh import refresh_flow
 
-    try:
-        preflight(source, settings)
-        from flows.refresh import refresh_flow
-
-        report = refresh_flow(source, settings.model_dump_json(), only_failed=True)
-    except CorpusflowError as exc:
-        _fail(str(exc))
+    report = _run_flow(
+        source, settings, lambda: refresh_flow(source, settings.model_dump_json(), only_failed=True)
+    )
     _print_report(report)
 
 

