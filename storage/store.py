@@ -15,6 +15,7 @@ Tables (``<collection>__<kind>``):
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -58,6 +59,9 @@ class Store:
 
         self.uri = uri
         self.collection = collection
+        # Parse and context caches are written from concurrent task threads; Lance
+        # resolves concurrent commits by retrying, which can give up under contention.
+        self._write_lock = threading.Lock()
         # A zero consistency interval: every read sees other processes' commits.
         self.db = lancedb.connect(uri, read_consistency_interval=timedelta(0))
 
@@ -148,6 +152,10 @@ class Store:
         """items: (sha256, parser fingerprint, ParsedDocument JSON)."""
         if not items:
             return
+        with self._write_lock:
+            self._put_parsed(items)
+
+    def _put_parsed(self, items: Sequence[tuple[str, str, str]]) -> None:
         table = self._open_or_create(self.name("parse_cache"), PARSE_CACHE_SCHEMA)
         data = pa.Table.from_pylist(
             [
@@ -184,12 +192,13 @@ class Store:
     def put_contexts(self, items: Mapping[str, str]) -> None:
         if not items:
             return
-        table = self._open_or_create(self.name("context_cache"), CONTEXT_CACHE_SCHEMA)
         data = pa.Table.from_pylist(
             [{"cache_key": k, "context": v, "created_at": now()} for k, v in items.items()],
             schema=CONTEXT_CACHE_SCHEMA,
         )
-        table.merge_insert("cache_key").when_not_matched_insert_all().execute(data)
+        with self._write_lock:
+            table = self._open_or_create(self.name("context_cache"), CONTEXT_CACHE_SCHEMA)
+            table.merge_insert("cache_key").when_not_matched_insert_all().execute(data)
 
     def context_cache(self) -> ContextCacheTable:
         return ContextCacheTable(self)
