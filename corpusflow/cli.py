@@ -71,6 +71,13 @@ def _run_flow(source: str, settings: Any, start: Any) -> dict[str, Any]:
     return report
 
 
+def _check_mode(mode: str) -> None:
+    from corpusflow.api import MODES
+
+    if mode not in MODES:
+        _fail(f"--mode must be one of {', '.join(MODES)}")
+
+
 def _print_report(report: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -167,6 +174,7 @@ def reindex(
     With --eval, the question set runs on the old and the new table first."""
     settings = _settings(config, db, model, collection)
     configure_environment()
+    _check_mode(mode)
     from flows.reindex import reindex_flow
 
     report = _run_flow(
@@ -424,12 +432,11 @@ def search(
     """Top-k chunks for QUERY with score, source path, heading path and pages."""
     settings = _settings(config, db, None, collection)
     configure_environment()
-    from corpusflow.api import MODES, Filters
+    from corpusflow.api import Filters
     from corpusflow.api import search as do_search
     from corpusflow.errors import CorpusflowError
 
-    if mode not in MODES:
-        _fail(f"--mode must be one of {', '.join(MODES)}")
+    _check_mode(mode)
     metadata = {}
     for item in meta or []:
         key, sep, value = item.partition("=")
@@ -473,12 +480,11 @@ def eval_cmd(
     """HitRate@1, HitRate@5, MRR@10 and failures of a labelled question set."""
     settings = _settings(config, db, None, collection)
     configure_environment()
-    from corpusflow.api import MODES, Searcher
+    from corpusflow.api import Searcher
     from corpusflow.errors import CorpusflowError
     from corpusflow.evaluate import evaluate, load_questions
 
-    if mode not in MODES:
-        _fail(f"--mode must be one of {', '.join(MODES)}")
+    _check_mode(mode)
     try:
         qs = load_questions(questions)
         searcher = Searcher.for_active(settings)

@@ -871,12 +871,6 @@ def native_content(path: Path) -> NativeContent:
     return NativeContent(lines, sizes, warnings, words)
 
 
-def native_lines(path: Path) -> tuple[list[Line], dict[int, tuple[float, float]], list[str]]:
-    """Text-layer lines of every page via docling's model-free NativePdfPipeline."""
-    content = native_content(path)
-    return content.lines, content.sizes, content.warnings
-
-
 def detect_tables(path: Path, words: dict[int, list[Word]]) -> tuple[list[Table], list[str]]:
     """Tables of the text-layer pages: drawn grids first, then aligned columns."""
     from parsers.pdf_tables import find_aligned_tables, find_ruled_tables, page_rules

@@ -251,16 +251,6 @@ class Store:
                 for part in _batches(list(doc_ids)):
                     table.delete(sql_in("doc_id", part))
 
-    def chunk_counts(self, suffix: str) -> dict[str, int]:
-        name = self.chunk_table_name(suffix)
-        if not self.exists(name):
-            return {}
-        col = self.read_columns(name, ["doc_id"]).column("doc_id")
-        counts: dict[str, int] = {}
-        for value in col.to_pylist():
-            counts[value] = counts.get(value, 0) + 1
-        return counts
-
     def tag_version(self, suffix: str, tag: str) -> int | None:
         name = self.chunk_table_name(suffix)
         if not self.exists(name):
