@@ -42,7 +42,17 @@ class SourceSettings(_Section):
     )
     hash_shortcut: bool = Field(
         True,
-        description="Treat a file with unchanged size and mtime as unchanged without hashing it.",
+        description=(
+            "Treat a file whose change hint is unchanged (size + mtime locally; ETag or version "
+            "id plus size on object stores) as unchanged without hashing it."
+        ),
+    )
+    storage_options: dict[str, str] = Field(
+        default_factory=dict,
+        description=(
+            "Options for an object-store source's filesystem (fsspec/pyarrow), e.g. "
+            "endpoint_url, region. Credentials come from the provider's own environment."
+        ),
     )
 
 
@@ -144,6 +154,13 @@ class EmbedSettings(_Section):
 
 class StorageSettings(_Section):
     db: str = Field(".corpusflow/db", description="LanceDB URI (directory or s3:// URI).")
+    storage_options: dict[str, str] = Field(
+        default_factory=dict,
+        description=(
+            "LanceDB storage_options for an object-store database (endpoint, region, "
+            "allow_http). Credentials come from the provider's own environment."
+        ),
+    )
     collection: str = Field("default", description="Name of the collection inside the database.")
     write_batch_docs: int = Field(
         32, ge=1, description="Documents whose chunks are committed in one Lance transaction."
@@ -178,7 +195,20 @@ class StorageSettings(_Section):
 
 
 class RunSettings(_Section):
-    task_runner: Literal["threads"] = "threads"
+    task_runner: Literal["threads", "dask"] = Field(
+        "threads",
+        description=(
+            "Where per-document parse tasks run: 'threads' in this process (each parse still "
+            "in its own child process), 'dask' on a Dask cluster via prefect-dask."
+        ),
+    )
+    dask_address: str = Field(
+        "",
+        description="Scheduler address of an existing Dask cluster; empty = a LocalCluster.",
+    )
+    dask_workers: int = Field(
+        2, ge=1, description="Worker processes of the LocalCluster (dask without an address)."
+    )
     task_retries: int = Field(
         1,
         ge=0,
