@@ -101,7 +101,7 @@ class Searcher:
 
     @classmethod
     def for_active(cls, settings: Settings) -> Searcher:
-        store = Store(settings.storage.db, settings.storage.collection)
+        store = Store.from_settings(settings.storage)
         active, spec = active_spec(store)
         return cls(
             store,
@@ -262,7 +262,7 @@ def search(
 
 
 def status(settings: Settings) -> dict[str, Any]:
-    store = Store(settings.storage.db, settings.storage.collection)
+    store = Store.from_settings(settings.storage)
     active = store.active()
     ledger = store.ledger(store.suffix_of(active["chunk_table"])) if active else {}
     by_status: dict[str, int] = {}

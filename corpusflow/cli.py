@@ -369,7 +369,7 @@ def chunks(
         st = file.stat()
         item = WorkItem(SourceFile(file.name, st.st_size, st.st_mtime, str(file)), "", "new")
         item.sha256 = LocalSource.content_hash(item.file)
-        ctx = make_contextualizer(settings, Store(settings.storage.db, settings.storage.collection))
+        ctx = make_contextualizer(settings, Store.from_settings(settings.storage))
         tokenizer = load_embedder(settings.embed, spec).tokenizer()
         result = chunk_parsed(item, parsed, tokenizer, settings, fps, ctx)
     except CorpusflowError as exc:

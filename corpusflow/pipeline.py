@@ -24,7 +24,7 @@ from corpusflow.errors import (
 from corpusflow.settings import Settings
 from embedding import Embedder, ModelSpec, embed_texts
 from parsers import ParsedDocument, parser_fingerprint
-from sources import LocalSource, SourceFile
+from sources import Source, SourceFile, open_source
 from storage import Store
 
 
@@ -80,13 +80,13 @@ def choose_model(settings: Settings, store: Store) -> ModelSpec:
 def preflight(source: str, settings: Settings) -> ModelSpec:
     """Fail fast, before any flow starts, on a missing source, an unloadable model or an
     LLM context provider without an endpoint."""
-    LocalSource(source, settings.source).check()
+    open_source(source, settings.source).check()
     if settings.chunk.contextual == "llm" and not settings.llm.base_url:
         raise ConfigurationError(
             "chunk.contextual='llm' needs llm.base_url (CORPUSFLOW_LLM__BASE_URL), an "
             "OpenAI-compatible API root such as http://127.0.0.1:8080/v1"
         )
-    return choose_model(settings, Store(settings.storage.db, settings.storage.collection))
+    return choose_model(settings, Store.from_settings(settings.storage))
 
 
 def chunk_max_tokens(settings: Settings, spec: ModelSpec) -> int:
@@ -115,7 +115,7 @@ class Plan:
 
 
 def plan_changes(
-    source: LocalSource,
+    source: Source,
     store: Store,
     settings: Settings,
     fps: Fingerprints,
@@ -188,6 +188,7 @@ class Processed:
 
 def parse_document(
     item: WorkItem,
+    source: Source,
     store: Store,
     settings: Settings,
     fps: Fingerprints,
@@ -202,21 +203,22 @@ def parse_document(
         )
     if not item.sha256:
         try:
-            item.sha256 = LocalSource.content_hash(f)
+            item.sha256 = source.content_hash(f)
         except FileNotFoundError as exc:
             raise DocumentError(Category.SOURCE_CHANGED, "file vanished after listing") from exc
     cached = store.get_parsed(item.sha256, fps.parser)
     if cached is not None:
         return ParsedDocument.from_json(cached), True
-    metadata = LocalSource.metadata(f)
-    parsed = parse(f.location)
-    if metadata:
-        parsed = replace(parsed, metadata={**parsed.metadata, **metadata})
-    # The file may have changed while it was parsed: never index bytes we did not hash.
+    metadata = source.metadata(f)
     try:
-        after = LocalSource.content_hash(f)
+        with source.fetch(f) as local_path:
+            parsed = parse(local_path)
+        # The file may have changed while it was parsed: never index bytes we did not hash.
+        after = source.content_hash(f)
     except FileNotFoundError as exc:
         raise DocumentError(Category.SOURCE_CHANGED, "file vanished while it was parsed") from exc
+    if metadata:
+        parsed = replace(parsed, metadata={**parsed.metadata, **metadata})
     if after != item.sha256:
         raise DocumentError(
             Category.SOURCE_CHANGED, "file changed while it was parsed; it is retried next run"

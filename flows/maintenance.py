@@ -7,7 +7,7 @@ from typing import Any
 from prefect import flow, get_run_logger
 
 from corpusflow.settings import Settings
-from storage import Store, write_lease
+from storage import Store, collection_lease
 from storage.maintenance import compact, ensure_indexes
 
 
@@ -15,10 +15,8 @@ from storage.maintenance import compact, ensure_indexes
 def maintain_flow(settings_json: str) -> dict[str, Any]:
     """Compact every table, update indexes, clean up versions past retention."""
     settings = Settings.model_validate_json(settings_json)
-    store = Store(settings.storage.db, settings.storage.collection)
-    with write_lease(
-        settings.storage.db, settings.storage.collection, settings.storage.lease_wait_s
-    ):
+    store = Store.from_settings(settings.storage)
+    with collection_lease(settings.storage):
         report: dict[str, Any] = {}
         active = store.active()
         if active is not None:
@@ -30,19 +28,15 @@ def maintain_flow(settings_json: str) -> dict[str, Any]:
 
 def rollback(settings: Settings) -> dict[str, Any]:
     """Make the previous table active again (and the current one the rollback target)."""
-    store = Store(settings.storage.db, settings.storage.collection)
-    with write_lease(
-        settings.storage.db, settings.storage.collection, settings.storage.lease_wait_s
-    ):
+    store = Store.from_settings(settings.storage)
+    with collection_lease(settings.storage):
         return store.rollback()
 
 
 def retire(settings: Settings, table: str | None = None) -> list[str]:
     """Drop a non-active model table (default: the rollback target) and its ledger."""
-    store = Store(settings.storage.db, settings.storage.collection)
-    with write_lease(
-        settings.storage.db, settings.storage.collection, settings.storage.lease_wait_s
-    ):
+    store = Store.from_settings(settings.storage)
+    with collection_lease(settings.storage):
         if table is None:
             active = store.active()
             if active is None or not active["previous_chunk_table"]:

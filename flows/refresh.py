@@ -41,8 +41,8 @@ from corpusflow.pipeline import (
 from corpusflow.settings import Settings
 from embedding import Embedder, load_embedder
 from parsers import ParserPool
-from sources import LocalSource
-from storage import Store, write_lease
+from sources import Source, open_source
+from storage import Store, collection_lease
 from storage.maintenance import ensure_indexes
 
 # (store, active pointer row, candidate chunk table, candidate's embedder) -> (switch?, summary)
@@ -99,6 +99,7 @@ def _retry_transient(task: Any, task_run: Any, state: Any) -> bool:
 )
 def parse_and_chunk(
     item: WorkItem,
+    source: Source,
     store: Store,
     settings: Settings,
     fps: Fingerprints,
@@ -107,7 +108,7 @@ def parse_and_chunk(
     contextualizer: Contextualizer | None = None,
 ) -> Processed:
     """Parse (isolated, or from the parse cache) and chunk one document."""
-    parsed, cached = parse_document(item, store, settings, fps, pool.parse)
+    parsed, cached = parse_document(item, source, store, settings, fps, pool.parse)
     chunks = chunk_parsed(item, parsed, tokenizer, settings, fps, contextualizer)
     return Processed(item=item, parsed=parsed, chunks=chunks, from_cache=cached)
 
@@ -175,9 +176,9 @@ def run_refresh(
     logger = get_run_logger()
     started = time.time()
     timer = StageTimer()
-    src = LocalSource(source, settings.source)
+    src = open_source(source, settings.source)
     src.check()
-    store = Store(settings.storage.db, settings.storage.collection)
+    store = Store.from_settings(settings.storage)
     spec = choose_model(settings, store)
     embedder = load_embedder(settings.embed, spec)
     fps = Fingerprints.of(settings, spec)
@@ -186,11 +187,7 @@ def run_refresh(
     report.chunk_table = store.chunk_table_name(spec.table_suffix)
 
     with ExitStack() as stack:
-        stack.enter_context(
-            write_lease(
-                settings.storage.db, settings.storage.collection, settings.storage.lease_wait_s
-            )
-        )
+        stack.enter_context(collection_lease(settings.storage))
         with timer.time("plan"):
             plan = plan_changes(src, store, settings, fps, force_delete, only_failed)
         report.new = plan.count("new")
@@ -222,7 +219,7 @@ def run_refresh(
             parse_task = parse_and_chunk.with_options(**retrying)  # type: ignore[arg-type]
             contextualizer = make_contextualizer(settings, store)
             futures = [
-                parse_task.submit(w, store, settings, fps, pool, tokenizer, contextualizer)
+                parse_task.submit(w, src, store, settings, fps, pool, tokenizer, contextualizer)
                 for w in plan.work
             ]
             batch: list[Processed] = []

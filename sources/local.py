@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -132,6 +133,11 @@ class LocalSource:
                     str(side),
                 )
             yield SourceFile(rel, size, mtime, str(path), sidecar)
+
+    @contextlib.contextmanager
+    def fetch(self, f: SourceFile) -> Iterator[str]:
+        """A local path holding the document's bytes for as long as the block runs."""
+        yield f.location
 
     @staticmethod
     def content_hash(f: SourceFile) -> str:

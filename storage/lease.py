@@ -18,14 +18,27 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from corpusflow.errors import CorpusflowError
+from corpusflow.settings import StorageSettings
 
 
 class LeaseHeldError(CorpusflowError):
     """Another run holds the collection's write lease."""
 
 
+def collection_lease(storage: StorageSettings) -> contextlib.AbstractContextManager[None]:
+    """The write lease of the configured collection."""
+    return write_lease(
+        storage.db, storage.collection, storage.lease_wait_s, storage.storage_options
+    )
+
+
 @contextlib.contextmanager
-def write_lease(db_uri: str, collection: str, wait_s: float = 0.0) -> Iterator[None]:
+def write_lease(
+    db_uri: str,
+    collection: str,
+    wait_s: float = 0.0,
+    storage_options: dict[str, str] | None = None,
+) -> Iterator[None]:
     if "://" in db_uri and not db_uri.startswith("file://"):
         raise CorpusflowError(
             f"write leases for {db_uri.split('://')[0]}:// databases are not supported yet"

@@ -87,6 +87,30 @@ def prune_tags(table: Any, older_than: timedelta) -> list[str]:
     return removed
 
 
+def _cleanup(table: Any, retention: timedelta) -> None:
+    """Remove versions older than ``retention``, never a tagged one.
+
+    Lance refuses (with an error, deleting nothing) a cleanup whose window covers a
+    tagged version, so the window stops just short of the oldest tagged version;
+    if the clock moved past it before cleanup started, retry a little shorter.
+    """
+    tagged = {int(v["version"]) for v in table.tags.list().values()}
+    oldest = min(
+        (v["timestamp"] for v in table.list_versions() if int(v["version"]) in tagged),
+        default=None,
+    )
+    for margin_s in (0.001, 1.0, 60.0):
+        window = retention
+        if oldest is not None:
+            window = max(window, datetime.now() - oldest + timedelta(seconds=margin_s))
+        try:
+            table.optimize(cleanup_older_than=window)
+            return
+        except RuntimeError as exc:
+            if "tagged version" not in str(exc) or margin_s == 60.0:
+                raise
+
+
 def compact(store: Store, settings: StorageSettings) -> dict[str, dict[str, Any]]:
     """Compact every table of the collection and remove versions past retention.
 
@@ -98,16 +122,10 @@ def compact(store: Store, settings: StorageSettings) -> dict[str, dict[str, Any]
         table = store.db.open_table(name)
         before = len(table.list_versions())
         pruned = prune_tags(table, timedelta(days=settings.tag_retention_days))
-        retention = timedelta(days=settings.retention_days)
-        tagged = {int(v["version"]) for v in table.tags.list().values()}
-        if tagged:
-            oldest = min(
-                v["timestamp"] for v in table.list_versions() if int(v["version"]) in tagged
-            )
-            # Lance refuses to clean up a tagged version: stop just short of the oldest one.
-            retention = max(retention, datetime.now() - oldest + timedelta(milliseconds=1))
-        # compaction, index merge, then removal of versions older than the window
-        table.optimize(cleanup_older_than=retention)
+        # Compaction and index merge first: they can take minutes, and the cleanup
+        # window below is relative to the moment cleanup starts.
+        table.optimize()
+        _cleanup(table, timedelta(days=settings.retention_days))
         report[name] = {
             "versions_before": before,
             "versions_after": len(table.list_versions()),

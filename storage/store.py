@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from corpusflow.settings import StorageSettings
 from storage.schema import (
     CONTEXT_CACHE_SCHEMA,
     LEDGER_SCHEMA,
@@ -54,16 +55,30 @@ def _batches(values: Sequence[str], size: int = _IN_BATCH) -> Iterable[Sequence[
 class Store:
     """The Lance tables of one collection in one LanceDB database."""
 
-    def __init__(self, uri: str, collection: str = "default") -> None:
+    def __init__(
+        self,
+        uri: str,
+        collection: str = "default",
+        storage_options: dict[str, str] | None = None,
+    ) -> None:
         import lancedb
 
         self.uri = uri
+        self.storage_options = dict(storage_options or {})
         self.collection = collection
         # Parse and context caches are written from concurrent task threads; Lance
         # resolves concurrent commits by retrying, which can give up under contention.
         self._write_lock = threading.Lock()
         # A zero consistency interval: every read sees other processes' commits.
-        self.db = lancedb.connect(uri, read_consistency_interval=timedelta(0))
+        self.db = lancedb.connect(
+            uri,
+            read_consistency_interval=timedelta(0),
+            storage_options=self.storage_options or None,
+        )
+
+    @classmethod
+    def from_settings(cls, storage: StorageSettings) -> Store:
+        return cls(storage.db, storage.collection, storage.storage_options)
 
     # -- naming ---------------------------------------------------------------
     def name(self, kind: str, suffix: str = "") -> str:
