@@ -509,6 +509,49 @@ def eval_cmd(
 
 
 @app.command()
+def verify(
+    source: Annotated[
+        str | None,
+        typer.Argument(help="The collection's source; without it only the tables are checked."),
+    ] = None,
+    db: DbOpt = None,
+    rehash: Annotated[
+        bool,
+        typer.Option(
+            "--rehash/--no-rehash", help="Hash every indexed file (else trust size and mtime)."
+        ),
+    ] = True,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    config: ConfigOpt = None,
+    collection: CollectionOpt = None,
+) -> None:
+    """Check that nothing is lost: every source file indexed (current bytes, right chunk
+    count) or failed with a reason; no stray or duplicate rows; one model per table.
+    Exits 1 on any violation."""
+    settings = _settings(config, db, None, collection)
+    configure_environment()
+    from corpusflow.errors import CorpusflowError
+    from corpusflow.verify import nothing_lost
+
+    try:
+        report = nothing_lost(settings, source, rehash=rehash)
+    except CorpusflowError as exc:
+        _fail(str(exc))
+    if json_out:
+        typer.echo(json.dumps(report.to_dict(), indent=2))
+    else:
+        checked = f", {report.checked_files} source files" if source else " (no source given)"
+        typer.echo(f"checked {len(report.tables)} tables{checked}")
+        for line in report.violations:
+            typer.echo(f"VIOLATION  {line}")
+        for line in report.pending:
+            typer.echo(f"pending    {line}")
+        typer.echo("nothing lost" if report.ok else f"{len(report.violations)} violations")
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+@app.command()
 def status(
     db: DbOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print status as JSON.")] = False,

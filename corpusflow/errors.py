@@ -61,5 +61,17 @@ class DocumentError(CorpusflowError):
         return (type(self), (self.category.value, self.message))
 
 
+class StorageFullError(CorpusflowError):
+    """The database's disk is full: the run stops; committed batches stay consistent."""
+
+
+def is_storage_full(exc: BaseException) -> bool:
+    import errno
+
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    return "No space left on device" in str(exc) or "Disk quota exceeded" in str(exc)
+
+
 class ConfigurationError(CorpusflowError):
     """The run cannot start: a setting is wrong or a resource is unreachable."""

@@ -23,6 +23,9 @@ class EmbeddingError(DocumentError):
     def __init__(self, message: str) -> None:
         super().__init__(Category.EMBEDDING, message)
 
+    def __reduce__(self) -> tuple[type[EmbeddingError], tuple[str]]:  # type: ignore[override]
+        return (type(self), (self.message,))
+
 
 class ModelLoadError(ConfigurationError):
     """The configured model cannot be loaded; the message says what to configure."""

@@ -20,8 +20,13 @@ from typing import Any
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from chunking.models import Contextualizer
-from corpusflow.errors import TRANSIENT_CATEGORIES, Category, DocumentError
+from corpusflow.errors import (
+    TRANSIENT_CATEGORIES,
+    Category,
+    DocumentError,
+    StorageFullError,
+    is_storage_full,
+)
 from corpusflow.pipeline import (
     Fingerprints,
     Processed,
@@ -40,6 +45,7 @@ from corpusflow.pipeline import (
 )
 from corpusflow.settings import Settings
 from embedding import Embedder, load_embedder
+from flows.scaleout import RemoteKit, StageKit, dask_task_runner
 from parsers import ParserPool
 from sources import Source, open_source
 from storage import Store, collection_lease
@@ -100,16 +106,14 @@ def _retry_transient(task: Any, task_run: Any, state: Any) -> bool:
 def parse_and_chunk(
     item: WorkItem,
     source: Source,
-    store: Store,
     settings: Settings,
     fps: Fingerprints,
-    pool: ParserPool,
-    tokenizer: Any,
-    contextualizer: Contextualizer | None = None,
+    kit: StageKit | RemoteKit,
 ) -> Processed:
     """Parse (isolated, or from the parse cache) and chunk one document."""
-    parsed, cached = parse_document(item, source, store, settings, fps, pool.parse)
-    chunks = chunk_parsed(item, parsed, tokenizer, settings, fps, contextualizer)
+    k = kit.resolve()
+    parsed, cached = parse_document(item, source, k.store, settings, fps, k.pool.parse)
+    chunks = chunk_parsed(item, parsed, k.tokenizer, settings, fps, k.contextualizer)
     return Processed(item=item, parsed=parsed, chunks=chunks, from_cache=cached)
 
 
@@ -119,7 +123,7 @@ def parse_and_chunk(
     retry_condition_fn=_retry_transient,
 )
 def embed_and_write(
-    batch_no: int,
+    batch_no: int | str,
     batch: list[Processed],
     store: Store,
     embedder: Embedder,
@@ -169,6 +173,28 @@ def run_refresh(
 ) -> RunReport:
     """The refresh, under the collection's write lease. Called inside the flow.
 
+    A full disk anywhere stops the run with StorageFullError; every commit made
+    before it is whole, and the next run picks up from there.
+    """
+    try:
+        return _refresh(source, settings, force_delete, only_failed, publish, activate, kind, gate)
+    except Exception as exc:
+        _stop_if_storage_full(exc, settings)
+        raise
+
+
+def _refresh(
+    source: str,
+    settings: Settings,
+    force_delete: bool,
+    only_failed: bool,
+    publish: bool,
+    activate: bool,
+    kind: str,
+    gate: Gate | None,
+) -> RunReport:
+    """The refresh proper (see run_refresh).
+
     With ``activate``, the table built for the configured model is validated and
     made active (a reindex); otherwise a new collection's first table becomes
     active and a table for a different model is built beside the active one.
@@ -207,9 +233,6 @@ def run_refresh(
         failures: list[tuple[WorkItem, DocumentError]] = []
         progress = stack.enter_context(_Progress(settings.run.progress))
         if plan.work:
-            pool = stack.enter_context(ParserPool(settings.parse))
-            with timer.time("load_tokenizer"):
-                tokenizer = embedder.tokenizer()
             progress.add("parse", len(plan.work))
             progress.add("embed", None)
             retrying = {
@@ -217,11 +240,31 @@ def run_refresh(
                 "retry_delay_seconds": settings.run.retry_delay_s,
             }
             parse_task = parse_and_chunk.with_options(**retrying)  # type: ignore[arg-type]
-            contextualizer = make_contextualizer(settings, store)
-            futures = [
-                parse_task.submit(w, src, store, settings, fps, pool, tokenizer, contextualizer)
-                for w in plan.work
-            ]
+            if settings.run.task_runner == "dask":
+                runner = stack.enter_context(dask_task_runner(settings.run))
+                recipe = RemoteKit(settings.model_dump_json(), spec)
+                futures = [
+                    runner.submit(
+                        parse_task,
+                        parameters={
+                            "item": w,
+                            "source": src,
+                            "settings": settings,
+                            "fps": fps,
+                            "kit": recipe,
+                        },
+                    )
+                    for w in plan.work
+                ]
+            else:
+                with timer.time("load_tokenizer"):
+                    kit = StageKit(
+                        store=store,
+                        pool=stack.enter_context(ParserPool(settings.parse)),
+                        tokenizer=embedder.tokenizer(),
+                        contextualizer=make_contextualizer(settings, store),
+                    )
+                futures = [parse_task.submit(w, src, settings, fps, kit) for w in plan.work]
             batch: list[Processed] = []
             batch_no = 0
             parse_start = time.perf_counter()
@@ -229,8 +272,10 @@ def run_refresh(
                 result = futures[i].result(raise_on_failure=False)
                 # Drop the future once consumed: it holds the parsed document and its
                 # chunks, and a large run must not keep every document in memory.
-                futures[i] = None  # type: ignore[call-overload]
+                futures[i] = None
                 progress.advance("parse")
+                if isinstance(result, BaseException):
+                    _stop_if_storage_full(result, settings)
                 if isinstance(result, DocumentError):
                     failures.append((item, result))
                     continue
@@ -327,8 +372,17 @@ def run_refresh(
     return report
 
 
+def _stop_if_storage_full(exc: BaseException, settings: Settings) -> None:
+    """A full disk is not the document's fault: stop the run instead of failing documents."""
+    if is_storage_full(exc):
+        raise StorageFullError(
+            f"the database at {settings.storage.db} is out of space ({exc}); batches "
+            "committed so far are intact; free space and re-run to continue"
+        ) from exc
+
+
 def _write(
-    batch_no: int,
+    batch_no: int | str,
     batch: list[Processed],
     store: Store,
     embedder: Embedder,
@@ -346,6 +400,24 @@ def _write(
     result = fut.result(raise_on_failure=False)
     timer.add("embed_write", time.perf_counter() - start)
     if isinstance(result, BaseException):
+        _stop_if_storage_full(result, settings)
+        if len(batch) > 1:
+            # Isolate a persistent failure: each document alone, so only the ones
+            # that fail again are recorded as failed.
+            return sum(
+                _write(
+                    f"{batch_no}.{i}",
+                    [p],
+                    store,
+                    embedder,
+                    settings,
+                    fps,
+                    progress,
+                    failures,
+                    timer,
+                )
+                for i, p in enumerate(batch, 1)
+            )
         err = (
             result
             if isinstance(result, DocumentError)

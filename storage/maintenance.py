@@ -104,7 +104,10 @@ def _cleanup(table: Any, retention: timedelta) -> None:
         if oldest is not None:
             window = max(window, datetime.now() - oldest + timedelta(seconds=margin_s))
         try:
-            table.optimize(cleanup_older_than=window)
+            # Files no version references are a killed writer's leftovers: Lance keeps
+            # them a week in case a writer is mid-commit, but maintenance runs under
+            # the collection's write lease, so none is, and they can go now.
+            table.optimize(cleanup_older_than=window, delete_unverified=True)
             return
         except RuntimeError as exc:
             if "tagged version" not in str(exc) or margin_s == 60.0:

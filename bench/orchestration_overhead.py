@@ -1,0 +1,165 @@
+"""What Prefect orchestration costs, and what a second parse worker buys.
+
+Usage: python bench/orchestration_overhead.py [--docs 300] [--pdfs 40] [--reps 2]
+
+A. Orchestration share, on many small documents (Markdown and HTML, where the
+   per-document work is smallest and orchestration weighs most): the refresh
+   flow (one task run per document, batch tasks, artifacts, ledger) against the
+   same stage functions called in a plain loop without Prefect (same parser pool,
+   chunker, embedder and Lance writes), each on a fresh database, interleaved.
+   share = (flow wall - plain wall) / flow wall. Target <= 10%.
+B. Parse speedup on generated PDFs: the flow with parse.workers=1 against 2
+   (threads runner) and against a 2-worker Dask LocalCluster. The parse stage
+   is timed on its own (all chunks are embedded after parsing: write_batch_docs
+   is the corpus size). Target >= 1.6x with 2 workers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+
+def plain_pipeline(corpus: Path, settings: Any) -> int:
+    """The stages without Prefect: list, parse (isolated), chunk, embed, commit, ledger."""
+    from corpusflow.pipeline import (
+        Fingerprints,
+        Processed,
+        choose_model,
+        chunk_parsed,
+        parse_document,
+        plan_changes,
+        write_batch,
+    )
+    from embedding import load_embedder
+    from parsers import ParserPool
+    from sources import open_source
+    from storage import Store
+
+    store = Store.from_settings(settings.storage)
+    spec = choose_model(settings, store)
+    embedder = load_embedder(settings.embed, spec)
+    fps = Fingerprints.of(settings, spec)
+    src = open_source(str(corpus), settings.source)
+    plan = plan_changes(src, store, settings, fps)
+    tokenizer = embedder.tokenizer()
+    written = 0
+    with ParserPool(settings.parse) as pool:
+        batch: list[Processed] = []
+        for item in plan.work:
+            parsed, cached = parse_document(item, src, store, settings, fps, pool.parse)
+            chunks = chunk_parsed(item, parsed, tokenizer, settings, fps, None)
+            batch.append(Processed(item=item, parsed=parsed, chunks=chunks, from_cache=cached))
+            if len(batch) >= settings.storage.write_batch_docs:
+                written += write_batch(batch, store, embedder, settings, fps)[0]
+                batch = []
+        if batch:
+            written += write_batch(batch, store, embedder, settings, fps)[0]
+    store.set_active(spec.table_suffix, spec.to_dict())
+    return written
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--docs", type=int, default=300)
+    ap.add_argument("--pdfs", type=int, default=40)
+    ap.add_argument("--reps", type=int, default=2)
+    args = ap.parse_args()
+    from corpusflow.runtime import configure_environment
+
+    configure_environment()
+    from gen_corpus import document
+
+    from corpusflow.settings import load_settings
+    from flows.refresh import refresh_flow
+
+    work = Path(tempfile.mkdtemp(prefix="cf-orchestration-"))
+    small = work / "small"
+    small.mkdir()
+    for i in range(args.docs):
+        document(small / f"doc{i:05d}{'.md' if i % 2 else '.html'}", i)
+    pdfs = work / "pdfs"
+    pdfs.mkdir()
+    for i in range(args.pdfs):
+        document(pdfs / f"doc{i:05d}.pdf", i)
+
+    def settings(db: str, **sections: dict[str, Any]) -> Any:
+        base: dict[str, Any] = {"storage": {"db": str(work / db)}, "run": {"progress": False}}
+        for k, v in sections.items():
+            base[k] = {**base.get(k, {}), **v}
+        return load_settings(None, base)
+
+    # Warm-up: start the ephemeral Prefect API and load the model once, outside the timings.
+    refresh_flow(str(small), settings("warm").model_dump_json())
+
+    flow_s: list[float] = []
+    plain_s: list[float] = []
+    chunks: dict[str, int] = {}
+    for rep in range(args.reps):
+        s = settings(f"plain{rep}")
+        t = time.perf_counter()
+        chunks["plain"] = plain_pipeline(small, s)
+        plain_s.append(time.perf_counter() - t)
+        s = settings(f"flow{rep}")
+        t = time.perf_counter()
+        report = refresh_flow(str(small), s.model_dump_json())
+        flow_s.append(time.perf_counter() - t)
+        chunks["flow"] = report["chunks_written"]
+        print(f"rep {rep}: plain {plain_s[-1]:.1f}s flow {flow_s[-1]:.1f}s", file=sys.stderr)
+    assert chunks["plain"] == chunks["flow"], chunks
+    flow, plain = statistics.median(flow_s), statistics.median(plain_s)
+
+    parse_rows = []
+    for label, run, workers in (
+        ("threads, parse.workers=1", {}, 1),
+        ("threads, parse.workers=2", {}, 2),
+        ("dask LocalCluster, 2 workers", {"task_runner": "dask", "dask_workers": 2}, 1),
+    ):
+        s = settings(
+            f"pdf-{workers}-{run.get('task_runner', 'threads')}",
+            parse={"workers": workers},
+            storage={"write_batch_docs": args.pdfs},
+            run=run,
+        )
+        t = time.perf_counter()
+        report = refresh_flow(str(pdfs), s.model_dump_json())
+        wall = time.perf_counter() - t
+        parse_rows.append((label, report["stage_s"]["parse_chunk"], wall, report["parsed"]))
+        print(f"{label}: parse {parse_rows[-1][1]:.1f}s wall {wall:.1f}s", file=sys.stderr)
+
+    print(
+        f"A. {args.docs} small documents (Markdown + HTML), median of {args.reps} interleaved runs"
+    )
+    print()
+    print("| pipeline | wall s | chunks |")
+    print("|---|---|---|")
+    print(f"| plain loop (no Prefect) | {plain:.1f} | {chunks['plain']} |")
+    print(f"| refresh flow | {flow:.1f} | {chunks['flow']} |")
+    print(
+        f"\norchestration share: {100 * (flow - plain) / flow:.1f}% of the flow's wall time "
+        f"({1000 * (flow - plain) / args.docs:.0f} ms per document)"
+    )
+    print(f"\nB. {args.pdfs} generated PDFs, parse stage only")
+    print()
+    print("| runner | parse s | docs/s | speedup | flow wall s |")
+    print("|---|---|---|---|---|")
+    base = parse_rows[0][1]
+    for label, parse_s, wall, parsed in parse_rows:
+        print(
+            f"| {label} | {parse_s:.1f} | {parsed / parse_s:.2f} | {base / parse_s:.2f}x | {wall:.1f} |"
+        )
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,145 @@
+"""The "nothing lost" check: the index agrees with its source and with itself.
+
+Used by every reliability test and by operators as ``corpusflow verify``:
+
+- every source file is in the active ledger exactly once, either ``indexed`` with
+  its current content hash and a chunk count matching its rows, or ``failed`` /
+  ``quarantined`` with an error category and no rows;
+- no ledger entry or chunk row belongs to a document that is not in the source;
+- in every chunk table of the collection: no duplicate chunk ids, row counts
+  match the table's ledger, one embedding model (every row's manifest names the
+  model the table is named after, and the vector dimension is that model's).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from corpusflow.settings import Settings
+from sources import SourceFile, doc_id_for, open_source
+from storage import Store
+
+_LIVE = ("indexed", "failed", "quarantined")
+
+
+@dataclass
+class VerifyReport:
+    collection: str
+    source: str | None
+    checked_files: int = 0
+    tables: list[str] = field(default_factory=list)
+    violations: list[str] = field(default_factory=list)
+    # Source changes newer than the last run: not losses, the next refresh handles them.
+    pending: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "collection": self.collection,
+            "source": self.source,
+            "checked_files": self.checked_files,
+            "tables": self.tables,
+            "ok": self.ok,
+            "violations": self.violations,
+            "pending": self.pending,
+        }
+
+
+def nothing_lost(
+    settings: Settings, source: str | None = None, rehash: bool = True
+) -> VerifyReport:
+    """Check the collection's tables (and, given ``source``, the ledger against it).
+
+    ``rehash`` hashes every indexed file to prove the index holds its current bytes;
+    without it, files whose size and mtime match the ledger are taken as current.
+    """
+    store = Store.from_settings(settings.storage)
+    report = VerifyReport(settings.storage.collection, source)
+    active = store.active()
+    if active is None:
+        if source is not None and any(True for _ in open_source(source, settings.source).list()):
+            report.violations.append("the source has files but the collection has no active table")
+        return report
+    for info in store.model_tables():
+        report.tables.append(info["table"])
+        _check_table(store, info["table"], report)
+    if source is not None:
+        _check_source(store, active, source, settings, rehash, report)
+    return report
+
+
+def _check_table(store: Store, table: str, report: VerifyReport) -> None:
+    suffix = store.suffix_of(table)
+    manifests = store.read_columns(table, ["manifest_json"]).column("manifest_json").to_pylist()
+    models: dict[str, int] = {}
+    for m in set(manifests):
+        model = json.loads(m or "{}").get("model", {})
+        models[f"{model.get('fingerprint')}"] = int(model.get("dim") or 0)
+    foreign = [fp for fp in models if not suffix.endswith(f"_{fp}")]
+    if foreign:
+        report.violations.append(f"{table}: rows embedded by other models {sorted(foreign)}")
+    dims = set(models.values())
+    if len(dims) > 1:
+        report.violations.append(f"{table}: rows of several vector dimensions {sorted(dims)}")
+    dim = dims.pop() if dims else None
+    if dim is None:
+        field_type = store.db.open_table(table).schema.field("vector").type
+        dim = int(getattr(field_type, "list_size", 0))
+    report.violations.extend(f"{table}: {p}" for p in store.validate(suffix, dim))
+
+
+def _check_source(
+    store: Store,
+    active: dict[str, Any],
+    uri: str,
+    settings: Settings,
+    rehash: bool,
+    report: VerifyReport,
+) -> None:
+    src = open_source(uri, settings.source)
+    ledger = store.ledger(store.suffix_of(active["chunk_table"]))
+    last = store.last_run()
+    seen_by_run = last["started_at"].timestamp() if last else 0.0
+
+    def source_problem(f: SourceFile, message: str) -> None:
+        # A file last modified before the last run started should have been handled by it.
+        if f.mtime < seen_by_run:
+            report.violations.append(f"{f.rel_path}: {message}")
+        else:
+            report.pending.append(f"{f.rel_path}: {message} (changed after the last run)")
+
+    listed: set[str] = set()
+    for f in src.list():
+        report.checked_files += 1
+        listed.add(f.doc_id)
+        row = ledger.get(f.doc_id)
+        if row is None or row["status"] not in _LIVE:
+            state = "missing" if row is None else row["status"]
+            source_problem(f, f"in the source but {state} in the ledger")
+            continue
+        if row["path"] != f.rel_path or doc_id_for(row["path"]) != f.doc_id:
+            report.violations.append(f"{f.rel_path}: ledger path {row['path']!r} does not match")
+        if row["status"] != "indexed":
+            if not row["error_category"]:
+                report.violations.append(f"{f.rel_path}: {row['status']} without a reason")
+            continue
+        same_stat = row["size"] == f.size and row["mtime"] == f.mtime
+        if rehash or not same_stat:
+            try:
+                current = src.content_hash(f)
+            except OSError as exc:
+                report.violations.append(f"{f.rel_path}: unreadable ({exc})")
+                continue
+            if current != row["content_sha256"]:
+                source_problem(f, "the index holds other bytes than the source")
+    for doc_id, row in ledger.items():
+        if row["status"] in _LIVE and doc_id not in listed:
+            report.pending.append(
+                f"{row['path']}: {row['status']} in the ledger but gone from the source "
+                "(the next refresh deletes it)"
+            )

@@ -1,0 +1,123 @@
+"""Where per-document parse tasks run: this process's threads, or a Dask cluster.
+
+With ``run.task_runner = "threads"`` (the default) parse tasks run on the flow's
+thread pool and share one ParserPool (``parse.workers`` child processes). With
+``"dask"`` they are submitted through prefect-dask's DaskTaskRunner: to a
+LocalCluster of ``run.dask_workers`` processes, or to an existing cluster at
+``run.dask_address`` (other machines). Each Dask worker process builds its own
+kit (parser pool, store handle, tokenizer, context provider) once, from a
+picklable recipe, and keeps it for the life of the worker. Embedding and the
+Lance commits stay in the flow process, under its write lease.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from chunking.models import Contextualizer
+from corpusflow.settings import RunSettings, Settings
+from embedding import ModelSpec, load_embedder
+from parsers import ParserPool
+from storage import Store
+
+
+@dataclass(slots=True)
+class StageKit:
+    """What a parse task needs besides its document."""
+
+    store: Store
+    pool: ParserPool
+    tokenizer: Any
+    contextualizer: Contextualizer | None
+
+    def resolve(self) -> StageKit:
+        return self
+
+
+_WORKER_KITS: dict[str, StageKit] = {}
+_WORKER_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteKit:
+    """A picklable recipe for a StageKit, built once in each worker process."""
+
+    settings_json: str
+    spec: ModelSpec
+
+    def resolve(self) -> StageKit:
+        from corpusflow.pipeline import make_contextualizer
+
+        key = f"{self.settings_json}|{self.spec.fingerprint}"
+        with _WORKER_LOCK:
+            kit = _WORKER_KITS.get(key)
+            if kit is None:
+                settings = Settings.model_validate_json(self.settings_json)
+                store = Store.from_settings(settings.storage)
+                # The pool's children exit when this worker process does (their pipe closes).
+                pool = ParserPool(settings.parse)
+                kit = StageKit(
+                    store=store,
+                    pool=pool,
+                    tokenizer=load_embedder(settings.embed, self.spec).tokenizer(),
+                    contextualizer=make_contextualizer(settings, store),
+                )
+                _WORKER_KITS[key] = kit
+            return kit
+
+
+def _prefect_api_url() -> str | None:
+    """The API the flow reports to, so workers report there too (not to their own
+    ephemeral server)."""
+    from prefect.settings import PREFECT_API_URL
+
+    configured = PREFECT_API_URL.value()
+    if configured:
+        return str(configured)
+    from prefect.server.api.server import SubprocessASGIServer
+
+    server = SubprocessASGIServer()
+    return str(server.api_url) if server.running else None
+
+
+@contextlib.contextmanager
+def dask_task_runner(run: RunSettings) -> Iterator[Any]:
+    """An entered DaskTaskRunner; a LocalCluster is closed when the block ends."""
+    try:
+        import dask
+        from prefect_dask import DaskTaskRunner
+    except ImportError as exc:  # pragma: no cover - a dependency of the package
+        from corpusflow.errors import ConfigurationError
+
+        raise ConfigurationError(
+            "run.task_runner='dask' needs prefect-dask (pip install prefect-dask)"
+        ) from exc
+    if run.dask_address:
+        runner = DaskTaskRunner(address=run.dask_address)
+    else:
+        # Parser children are spawned from the worker processes, which Dask makes
+        # daemonic (daemons may not have children) unless told otherwise.
+        dask.config.set({"distributed.worker.daemon": False})
+        env = {"PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+        url = _prefect_api_url()
+        if url:
+            env["PREFECT_API_URL"] = url
+        for name in ("PREFECT_HOME", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+            if name in os.environ:
+                env[name] = os.environ[name]
+        runner = DaskTaskRunner(
+            cluster_kwargs={
+                "n_workers": run.dask_workers,
+                "threads_per_worker": 1,
+                "processes": True,
+                "dashboard_address": None,
+                "env": env,
+            }
+        )
+    with runner:
+        yield runner

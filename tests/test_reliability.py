@@ -1,0 +1,500 @@
+"""The fault and bad-input matrix (docs/reliability.md): real processes, real files,
+real LanceDB, and after every fault the same check, ``nothing_lost``."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from corpusflow.errors import ConfigurationError, StorageFullError
+from corpusflow.pipeline import DeletionGuardError
+from corpusflow.settings import EmbedSettings, Settings, load_settings
+from corpusflow.verify import nothing_lost
+from embedding import resolve_model
+from flows.maintenance import maintain_flow
+from flows.refresh import refresh_flow
+from sources import LocalSource
+from storage import Store
+
+pytestmark = pytest.mark.usefixtures("prefect_server")
+
+REPO = Path(__file__).resolve().parents[1]
+SUFFIX = resolve_model(EmbedSettings()).table_suffix  # the bundled default model's tables
+
+
+def _settings(db: Path, **sections: dict[str, Any]) -> Settings:
+    overrides: dict[str, Any] = {"storage": {"db": str(db)}, "run": {"progress": False}}
+    for name, values in sections.items():
+        overrides[name] = {**overrides.get(name, {}), **values}
+    return load_settings(None, overrides)
+
+
+def _run(corpus: Path, settings: Settings, **kw: Any) -> dict[str, Any]:
+    return refresh_flow(str(corpus), settings.model_dump_json(), **kw)
+
+
+def assert_nothing_lost(settings: Settings, corpus: Path) -> None:
+    report = nothing_lost(settings, str(corpus))
+    assert report.ok, report.violations
+    assert not report.pending, report.pending
+
+
+def _ledger(db: Path) -> dict[str, dict[str, Any]]:
+    store = Store(str(db))
+    if not store.exists(store.ledger_name(SUFFIX)):
+        return {}
+    return {r["path"]: r for r in store.ledger(SUFFIX).values()}
+
+
+def _indexed(db: Path) -> set[str]:
+    return {p for p, r in _ledger(db).items() if r["status"] == "indexed"}
+
+
+def _child_env(db: Path, **extra: str) -> dict[str, str]:
+    """Environment of a child corpusflow process: this test's Prefect API and database."""
+    from prefect.settings import PREFECT_API_URL
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CORPUSFLOW_")}
+    env.update(
+        PREFECT_API_URL=str(PREFECT_API_URL.value()),
+        CORPUSFLOW_STORAGE__DB=str(db),
+        CORPUSFLOW_RUN__PROGRESS="false",
+        PYTHONPATH=str(REPO),
+        **extra,
+    )
+    return env
+
+
+def _spawn(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, *args],
+        env=env,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # its own process group: parser children die with it
+    )
+
+
+def _sigkill(proc: subprocess.Popen[str]) -> None:
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+
+
+def _wait_for(condition: Any, proc: subprocess.Popen[str], timeout_s: float = 400) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if proc.poll() is not None:
+            out = proc.stdout.read() if proc.stdout else ""
+            pytest.fail(f"child exited ({proc.returncode}) before the fault point:\n{out[-3000:]}")
+        if time.monotonic() > deadline:
+            _sigkill(proc)
+            pytest.fail("fault point not reached in time")
+        time.sleep(0.2)
+
+
+# 1 ---------------------------------------------------------------------------
+def test_sigkill_during_parsing_then_rerun(corpus: Path, tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    env = _child_env(db, CORPUSFLOW_STORAGE__WRITE_BATCH_DOCS="1")
+    proc = _spawn(["-m", "corpusflow.cli", "ingest", str(corpus)], env, tmp_path)
+    _wait_for(lambda: len(_indexed(db)) >= 1, proc)
+    _sigkill(proc)
+    done = _indexed(db)
+    assert 1 <= len(done) < 7, "the kill must land mid-run"
+    settings = _settings(db)
+    report = _run(corpus, settings)
+    # Only the unfinished documents are processed again.
+    assert report["unchanged"] == len(done)
+    assert report["new"] == 7 - len(done)
+    assert report["failed"] == 0
+    assert_nothing_lost(settings, corpus)
+
+
+# 3 ---------------------------------------------------------------------------
+_COMMIT_LOOP = """
+import sys
+from storage import Store
+store = Store(sys.argv[1])
+suffix = sys.argv[2]
+table = store.db.open_table(store.chunk_table_name(suffix))
+rows = table.to_arrow().to_pylist()
+dim = len(rows[0]["vector"])
+doc_ids = sorted({r["doc_id"] for r in rows})
+print("ready", flush=True)
+while True:  # re-commit the same chunks: every iteration is a full merge_insert commit
+    store.replace_documents(suffix, dim, doc_ids, rows, [])
+"""
+
+
+def _data_files(db: Path) -> int:
+    return sum(1 for p in db.rglob("*") if p.is_file() and "/data/" in p.as_posix())
+
+
+def test_sigkill_during_lance_commits(corpus: Path, tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    settings = _settings(db, storage={"retention_days": 0, "tag_retention_days": 0})
+    _run(corpus, settings)
+    script = tmp_path / "commit_loop.py"
+    script.write_text(_COMMIT_LOOP)
+    rng = random.Random(7)
+    for _ in range(4):
+        proc = _spawn([str(script), str(db), SUFFIX], _child_env(db), tmp_path)
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        time.sleep(rng.uniform(0.3, 1.5))
+        _sigkill(proc)
+    # The table opens, reads whole, and agrees with the ledger.
+    assert_nothing_lost(settings, corpus)
+    before = _data_files(db)
+    maintain_flow(settings.model_dump_json())
+    after = _data_files(db)
+    assert after < before, (before, after)  # old versions and killed writers' files are gone
+    assert_nothing_lost(settings, corpus)
+    # and the next refresh writes normally
+    (corpus / "release_notes.md").write_text("# Notes\n\nFirmware 5 adds yaw logging.\n")
+    assert _run(corpus, settings)["changed"] == 1
+    assert_nothing_lost(settings, corpus)
+
+
+# 4 ---------------------------------------------------------------------------
+_DIE_BEFORE_LEDGER = """
+import os, signal, sys
+from storage.store import Store
+from corpusflow.settings import load_settings
+from flows.refresh import refresh_flow
+
+def die(self, *args, **kwargs):
+    # The first batch's chunks are committed; the process dies before its ledger update.
+    os.kill(os.getpid(), signal.SIGKILL)
+
+Store.upsert_ledger = die
+if __name__ == "__main__":
+    settings = load_settings(None, {"storage": {"db": sys.argv[2], "write_batch_docs": 3},
+                                    "run": {"progress": False}})
+    refresh_flow(sys.argv[1], settings.model_dump_json())
+"""
+
+
+def test_crash_after_chunk_commit_before_ledger(corpus: Path, tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    script = tmp_path / "die_before_ledger.py"
+    script.write_text(_DIE_BEFORE_LEDGER)
+    proc = _spawn([str(script), str(corpus), str(db)], _child_env(db), tmp_path)
+    assert proc.wait(timeout=600) == -signal.SIGKILL
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)  # parser children, if any are left
+    store = Store(str(db))
+    committed = store.read_columns(store.chunk_table_name(SUFFIX), ["doc_id"]).num_rows
+    assert committed > 0 and _ledger(db) == {}  # rows without ledger entries
+    settings = _settings(db)
+    report = _run(corpus, settings)
+    assert report["new"] == 7 and report["failed"] == 0
+    assert_nothing_lost(settings, corpus)  # no duplicate or orphan rows remain
+
+
+# 5 ---------------------------------------------------------------------------
+def test_two_refreshes_at_once(corpus: Path, tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    env = _child_env(db)
+    procs = [_spawn(["-m", "corpusflow.cli", "ingest", str(corpus)], env, tmp_path) for _ in "ab"]
+    outs = [p.communicate(timeout=600)[0] for p in procs]
+    codes = sorted(p.returncode for p in procs)
+    assert codes == [0, 1], outs
+    loser = outs[[p.returncode for p in procs].index(1)]
+    assert "being written by another run" in loser
+    assert_nothing_lost(_settings(db), corpus)
+
+
+# 6, 8 -------------------------------------------------------------------------
+def _docx(path: Path, document_xml: str) -> Path:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr(
+            "[Content_Types].xml",
+            '<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/'
+            '2006/content-types"><Default Extension="xml" ContentType="application/xml"/>'
+            '<Override PartName="/word/document.xml" ContentType="application/vnd.openxml'
+            'formats-officedocument.wordprocessingml.document.main+xml"/></Types>',
+        )
+        zf.writestr(
+            "_rels/.rels",
+            '<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/'
+            'package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.'
+            'openxmlformats.org/officeDocument/2006/relationships/officeDocument" '
+            'Target="word/document.xml"/></Relationships>',
+        )
+        zf.writestr("word/document.xml", document_xml)
+    return path
+
+
+_W = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+
+
+def _hostile_corpus(corpus: Path, tmp_path: Path, shared: Path | None) -> str:
+    """Bad and hostile files beside the good ones; returns the canary text."""
+    canary_text = "CANARY-7f3a9c-secret-do-not-index"
+    canary = tmp_path / "canary.txt"
+    canary.write_text(canary_text)
+    pdf = (corpus / "field_handbook.pdf").read_bytes()
+    (corpus / "truncated.pdf").write_bytes(pdf[: len(pdf) // 3])
+    (corpus / "empty.docx").write_bytes(b"")
+    (corpus / "random.bin").write_bytes(os.urandom(4096))
+    shutil.copy(corpus / "travel_policy.docx", corpus / "policy_copy.pdf")  # wrong extension
+    if shared is not None:
+        shutil.copy(next((shared / "pdf_password").glob("*.pdf")), corpus / "locked.pdf")
+    # billion laughs: l9 expands to 10^9 "lol"s
+    laughs = '<!ENTITY l0 "lol">' + "".join(
+        f'<!ENTITY l{i} "{f"&l{i - 1};" * 10}">' for i in range(1, 10)
+    )
+    (corpus / "laughs.html").write_text(
+        f"<?xml version='1.0'?><!DOCTYPE html [{laughs}]><html><body><h1>Laughs</h1>"
+        "<p>&l9;</p></body></html>"
+    )
+    _docx(
+        corpus / "laughs.docx",
+        f'<?xml version="1.0"?><!DOCTYPE w:document [{laughs}]><w:document {_W}><w:body>'
+        "<w:p><w:r><w:t>&l9;</w:t></w:r></w:p></w:body></w:document>",
+    )
+    xxe = f'<!DOCTYPE x [<!ENTITY xxe SYSTEM "file://{canary}">]>'
+    (corpus / "xxe.html").write_text(
+        f"<?xml version='1.0'?>{xxe}<html><body><h1>Leak</h1><p>&xxe;</p></body></html>"
+    )
+    _docx(
+        corpus / "xxe.docx",
+        f'<?xml version="1.0"?>{xxe}<w:document {_W}><w:body><w:p><w:r><w:t>Leak &xxe;'
+        "</w:t></w:r></w:p></w:body></w:document>",
+    )
+    with zipfile.ZipFile(corpus / "bomb.docx", "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("[Content_Types].xml", "<Types/>")
+        zf.writestr("word/document.xml", b"<w:t>" + b"A" * (64 * 1024 * 1024) + b"</w:t>")
+    return canary_text
+
+
+def test_bad_and_hostile_inputs(corpus: Path, tmp_path: Path) -> None:
+    shared = REPO.parent / "shared" / "corpus" / "docling"
+    canary = _hostile_corpus(corpus, tmp_path, shared if shared.is_dir() else None)
+    db = tmp_path / "db"
+    settings = _settings(db)
+    rss_before = psutil.Process().memory_info().rss
+    report = _run(corpus, settings)
+    rss_growth_mb = (psutil.Process().memory_info().rss - rss_before) / 2**20
+    ledger = _ledger(db)
+    categories = {p: r["error_category"] for p, r in ledger.items() if r["status"] != "indexed"}
+    assert categories.get("truncated.pdf") == "corrupt"
+    assert categories.get("empty.docx") == "empty"
+    assert categories.get("random.bin") == "unsupported"
+    assert categories.get("bomb.docx") == "corrupt"
+    if shared.is_dir():
+        assert categories.get("locked.pdf") == "encrypted"
+    # the misnamed DOCX is parsed by its content
+    assert ledger["policy_copy.pdf"]["status"] == "indexed"
+    # the seven good documents are all indexed; the run went on
+    assert {p for p, r in ledger.items() if r["status"] == "indexed"} >= {
+        p.name for p in (REPO / "samples" / "corpus").iterdir()
+    }
+    assert report["failed"] == len(categories)
+    # hostile XML: never the canary, never an entity explosion in the parent
+    store = Store(str(db))
+    texts = store.read_columns(store.chunk_table_name(SUFFIX), ["text", "embed_text"])
+    for column in texts.columns:
+        assert not any(canary in (t or "") for t in column.to_pylist())
+    cache = store.read_columns(store.name("parse_cache"), ["parsed_json"]).column("parsed_json")
+    assert not any(canary in t for t in cache.to_pylist())
+    assert not any("lollollol" * 100 in (t or "") for t in texts.column("text").to_pylist())
+    assert rss_growth_mb < 1024, f"parent grew by {rss_growth_mb:.0f} MiB"
+    assert_nothing_lost(settings, corpus)
+
+
+# 7 (flow level; the pool-level hang/crash/OOM tests are in tests/test_parsers.py) --
+def test_parser_timeout_fails_only_that_document(corpus: Path, tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    settings = _settings(db, parse={"timeout_s": 1.0}, run={"task_retries": 0})
+    report = _run(corpus, settings)
+    ledger = _ledger(db)
+    assert ledger["scanned_incident_report.pdf"]["error_category"] == "timeout"
+    assert report["failed"] == 1 and len(_indexed(db)) == 6
+    assert_nothing_lost(settings, corpus)
+
+
+# 9 ---------------------------------------------------------------------------
+def test_file_changed_or_deleted_while_parsed(
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from parsers import ParserPool
+
+    real_parse = ParserPool.parse
+
+    def racing_parse(self: ParserPool, path: str | Path, *a: Any, **kw: Any) -> Any:
+        p = Path(path)
+        if p.name == "release_notes.md":
+            with p.open("a") as fh:  # a writer appends while we parse
+                fh.write("\nAppended while parsing.\n")
+        if p.name == "onboarding.html":
+            p.unlink()  # and another file is deleted after listing
+            raise FileNotFoundError(p)
+        return real_parse(self, path, *a, **kw)
+
+    monkeypatch.setattr(ParserPool, "parse", racing_parse)
+    db = tmp_path / "db"
+    settings = _settings(db)
+    report = _run(corpus, settings)
+    ledger = _ledger(db)
+    assert ledger["release_notes.md"]["error_category"] == "source_changed"
+    assert ledger["onboarding.html"]["error_category"] == "source_changed"
+    assert report["failed"] == 2
+    store = Store(str(db))
+    rows = store.read_columns(store.chunk_table_name(SUFFIX), ["path"]).column("path")
+    assert not {"release_notes.md", "onboarding.html"} & set(rows.to_pylist())  # no partial rows
+    monkeypatch.setattr(ParserPool, "parse", real_parse)
+    again = _run(corpus, settings)
+    assert again["retried"] == 1 and again["deleted"] == 1
+    assert _ledger(db)["release_notes.md"]["status"] == "indexed"
+    assert_nothing_lost(settings, corpus)
+
+
+# 10 --------------------------------------------------------------------------
+def test_symlinks_outside_the_root_are_never_followed(corpus: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("# Secret\n\nnot part of the corpus\n")
+    (corpus / "escape.md").symlink_to(outside / "secret.md")
+    (corpus / "escape_dir").symlink_to(outside, target_is_directory=True)
+    (corpus / "inside_link.md").symlink_to(corpus / "release_notes.md")
+    for follow in (False, True):
+        settings = _settings(tmp_path / "db", source={"follow_symlinks": follow})
+        listed = {f.rel_path for f in LocalSource(corpus, settings.source).list()}
+        assert not {"escape.md", "escape_dir/secret.md"} & listed
+        assert ("inside_link.md" in listed) is follow
+
+
+# 11 --------------------------------------------------------------------------
+def test_missing_or_emptied_source_never_wipes_the_index(corpus: Path, tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    settings = _settings(db)
+    _run(corpus, settings)
+    with pytest.raises(ConfigurationError, match="not found"):
+        _run(tmp_path / "unmounted", settings)
+    hidden = tmp_path / "hidden"
+    corpus.rename(hidden)
+    corpus.mkdir()  # the mount point is there, the files are not
+    with pytest.raises(DeletionGuardError, match="refusing to delete 7 of 7"):
+        _run(corpus, settings)
+    corpus.rmdir()
+    hidden.rename(corpus)
+    assert_nothing_lost(settings, corpus)
+
+
+# 13 --------------------------------------------------------------------------
+def test_transient_embedder_errors_retried_persistent_ones_isolated(
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from embedding.st_backend import SentenceTransformerEmbedder
+
+    (corpus / "poison.md").write_text("# Poison\n\nPOISON pill text the device cannot encode.\n")
+    real = SentenceTransformerEmbedder._encode
+    calls = {"n": 0, "sizes": []}
+
+    def flaky(self: SentenceTransformerEmbedder, batch: list[str]) -> Any:
+        calls["n"] += 1
+        calls["sizes"].append(len(batch))
+        if calls["n"] == 1:
+            raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        if calls["n"] == 2:
+            raise TimeoutError("device timed out")
+        if any("POISON" in t for t in batch):
+            raise RuntimeError("CUDA error: device-side assert triggered")
+        return real(self, batch)
+
+    monkeypatch.setattr(SentenceTransformerEmbedder, "_encode", flaky)
+    db = tmp_path / "db"
+    settings = _settings(db, embed={"batch_size": 8}, run={"task_retries": 0})
+    report = _run(corpus, settings)
+    assert calls["sizes"][:2] == [8, 4]  # out of memory: the batch was halved, then retried
+    ledger = _ledger(db)
+    assert ledger["poison.md"]["status"] == "failed"
+    assert ledger["poison.md"]["error_category"] == "embedding"
+    assert report["failed"] == 1 and len(_indexed(db)) == 7  # only the affected document
+    assert_nothing_lost(settings, corpus)
+
+
+# 14 --------------------------------------------------------------------------
+@pytest.fixture()
+def small_disk(tmp_path: Path) -> Iterator[Path | None]:
+    """A 64 MiB tmpfs where mounting is allowed (root); None elsewhere."""
+    mnt = tmp_path / "disk"
+    mnt.mkdir()
+    ok = (
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mnt)], capture_output=True
+        ).returncode
+        == 0
+    )
+    yield mnt if ok else None
+    if ok:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def test_disk_full_during_a_write(
+    corpus: Path, tmp_path: Path, small_disk: Path | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = (small_disk or tmp_path) / "db"
+    settings = _settings(db)
+    first = corpus.parent / "first"
+    first.mkdir()
+    for name in ("release_notes.md", "onboarding.html"):
+        shutil.move(corpus / name, first / name)
+    _run(first, settings)
+    for name in ("release_notes.md", "onboarding.html"):
+        shutil.copy(first / name, corpus / name)
+    filler = (small_disk or tmp_path) / "filler"
+    if small_disk is not None:
+        # fill the disk: the next write gets ENOSPC from the kernel
+        with filler.open("wb", buffering=0) as fh, contextlib.suppress(OSError):
+            while True:
+                fh.write(b"\0" * (1 << 20))
+                fh.flush()
+    else:  # no tmpfs here: inject the kernel's error at the storage boundary
+        import errno
+
+        def full(*a: Any, **kw: Any) -> Any:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        monkeypatch.setattr(Store, "replace_documents", full)
+    with pytest.raises(StorageFullError, match="out of space"):
+        _run(corpus, settings)
+    if small_disk is not None:
+        filler.unlink()
+    monkeypatch.undo()
+    # the tables still open, and the next run picks everything up
+    assert {r["status"] for r in _ledger(db).values()} == {"indexed"}
+    report = _run(corpus, settings)
+    assert report["failed"] == 0 and len(_indexed(db)) == 7
+    assert_nothing_lost(settings, corpus)
+
+
+def test_verify_command_reports_violations(corpus: Path, tmp_path: Path) -> None:
+    db = tmp_path / "db"
+    settings = _settings(db)
+    _run(corpus, settings)
+    cli = [sys.executable, "-m", "corpusflow.cli", "verify", str(corpus), "--db", str(db)]
+    ok = subprocess.run(cli, env=_child_env(db), capture_output=True, text=True, timeout=300)
+    assert ok.returncode == 0 and "nothing lost" in ok.stdout
+    # Lose a document's rows behind the ledger's back: verify must say so and exit 1.
+    store = Store(str(db))
+    store.db.open_table(store.chunk_table_name(SUFFIX)).delete("path = 'release_notes.md'")
+    bad = subprocess.run(cli, env=_child_env(db), capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 1
+    assert "VIOLATION" in bad.stdout and "wrong chunk counts" in bad.stdout
