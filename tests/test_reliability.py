@@ -498,3 +498,38 @@ def test_verify_command_reports_violations(corpus: Path, tmp_path: Path) -> None
     bad = subprocess.run(cli, env=_child_env(db), capture_output=True, text=True, timeout=300)
     assert bad.returncode == 1
     assert "VIOLATION" in bad.stdout and "wrong chunk counts" in bad.stdout
+
+
+# 15 --------------------------------------------------------------------------
+@pytest.mark.slow
+def test_thousand_page_pdf_is_complete_or_refused(tmp_path: Path) -> None:
+    from tests.helpers.pdfgen import long_report
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    long_report(corpus / "fleet_records.pdf", 1200)
+    shutil.copy(REPO / "samples" / "corpus" / "release_notes.md", corpus)
+    # Over the page limit: refused, never indexed as if complete; the run goes on.
+    db = tmp_path / "db"
+    limited = _settings(db, parse={"max_pages": 1000})
+    report = _run(corpus, limited)
+    row = _ledger(db)["fleet_records.pdf"]
+    assert (row["status"], row["error_category"]) == ("failed", "too_large")
+    assert "1200 pages" in row["error_message"]
+    assert report["failed"] == 1 and _indexed(db) == {"release_notes.md"}
+    assert_nothing_lost(limited, corpus)
+    # Within the limits: every page is indexed, nothing marked missing.
+    db2 = tmp_path / "db2"
+    settings = _settings(db2, parse={"timeout_s": 900})
+    rss_before = psutil.Process().memory_info().rss
+    report = _run(corpus, settings)
+    rss_growth_mb = (psutil.Process().memory_info().rss - rss_before) / 2**20
+    row = _ledger(db2)["fleet_records.pdf"]
+    assert (row["status"], row["page_count"], row["error_category"]) == ("indexed", 1200, None)
+    store = Store(str(db2))
+    pages = store.read_columns(
+        store.chunk_table_name(SUFFIX), ["page_numbers"], "path = 'fleet_records.pdf'"
+    ).column("page_numbers")
+    assert {p for ps in pages.to_pylist() for p in ps} == set(range(1, 1201))
+    assert rss_growth_mb < 1024, f"parent grew by {rss_growth_mb:.0f} MiB"
+    assert_nothing_lost(settings, corpus)
