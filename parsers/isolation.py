@@ -6,19 +6,28 @@ samples the child's resident memory; a child that runs past the deadline or
 over the memory cap is killed and the document gets category ``timeout`` or
 ``out_of_memory``; a child that dies (segfault, abort, OOM killer) gives
 ``crashed``. A fresh worker replaces a killed one, so the next file still parses.
+
+``ParserPool(settings, target="package.module:function")`` runs another parse
+function in the children instead of ``parsers.registry.parse_file`` (same
+signature: ``(path, settings, metadata) -> ParsedDocument``). It exists for
+fault injection in tests (a target that aborts, hangs or leaks) and for
+wrapping the parser; the function must be importable by name in a freshly
+spawned interpreter.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import multiprocessing as mp
 import queue
 import signal
 import threading
 import time
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from corpusflow.settings import ParseSettings
 from parsers.errors import Category, ParseError
@@ -26,14 +35,26 @@ from parsers.models import ParsedDocument
 
 _POLL_S = 0.05
 _STARTUP_TIMEOUT_S = 180.0
+DEFAULT_TARGET = "parsers.registry:parse_file"
 
 
-def _child_main(conn: Connection, settings_json: str) -> None:
+def _resolve_target(target: str) -> Callable[..., ParsedDocument]:
+    module_name, _, attr = target.partition(":")
+    if not module_name or not attr:
+        raise ValueError(f"parse target must be 'module:function', got {target!r}")
+    func = getattr(importlib.import_module(module_name), attr)
+    if not callable(func):
+        raise TypeError(f"parse target {target!r} is not callable")
+    return cast(Callable[..., ParsedDocument], func)
+
+
+def _child_main(conn: Connection, settings_json: str, target: str = DEFAULT_TARGET) -> None:
     """Worker loop: receive a path, send back ('ok', json) or ('err', category, message)."""
     # The parent owns Ctrl-C; the child dies with it.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    from parsers.registry import parse_file, warm_up
+    from parsers.registry import warm_up
 
+    parse_file = _resolve_target(target)
     settings = ParseSettings.model_validate_json(settings_json)
     try:
         warm_up()
@@ -61,11 +82,11 @@ def _child_main(conn: Connection, settings_json: str) -> None:
 
 
 class _Worker:
-    def __init__(self, ctx: Any, settings_json: str) -> None:
+    def __init__(self, ctx: Any, settings_json: str, target: str) -> None:
         self.conn, child_conn = ctx.Pipe()
         self.proc = ctx.Process(
             target=_child_main,
-            args=(child_conn, settings_json),
+            args=(child_conn, settings_json, target),
             daemon=True,
             name="corpusflow-parser",
         )
@@ -123,7 +144,11 @@ class _Worker:
 class ParserPool:
     """A fixed number of isolated parser processes, safe to call from many threads."""
 
-    def __init__(self, settings: ParseSettings) -> None:
+    def __init__(self, settings: ParseSettings, target: str = DEFAULT_TARGET) -> None:
+        _module, sep, attr = target.partition(":")
+        if not sep or not attr:
+            raise ValueError(f"parse target must be 'module:function', got {target!r}")
+        self.target = target
         self.settings = settings
         self._settings_json = settings.model_dump_json()
         self._ctx = mp.get_context("spawn")
@@ -157,7 +182,7 @@ class ParserPool:
         worker = self._idle.get()
         try:
             if worker is None or not worker.alive():
-                worker = _Worker(self._ctx, self._settings_json)
+                worker = _Worker(self._ctx, self._settings_json, self.target)
             result, worker = self._run(worker, str(path), metadata or {})
             return result
         finally:
@@ -172,7 +197,7 @@ class ParserPool:
             worker.conn.send((path, metadata))
         except (BrokenPipeError, OSError):
             worker.kill()
-            worker = _Worker(self._ctx, self._settings_json)
+            worker = _Worker(self._ctx, self._settings_json, self.target)
             worker.wait_ready(_STARTUP_TIMEOUT_S)
             worker.conn.send((path, metadata))
         # The deadline starts once the job is handed over: worker start-up

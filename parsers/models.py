@@ -13,22 +13,38 @@ if TYPE_CHECKING:
     from corpusflow.settings import ParseSettings
 
 # Bump when the parse output for the same bytes and settings changes.
-PARSER_VERSION = "1"
+# 2: unstructured backend (eml, msg, rtf, txt; fallback for docling failures),
+#    missing_pages, office parts with a DTD refused.
+PARSER_VERSION = "2"
 
 
 @dataclass(frozen=True, slots=True)
 class ParsedDocument:
-    """A parsed file: Markdown for people, docling JSON for structure-aware chunking."""
+    """A parsed file: Markdown for people, docling JSON for structure-aware chunking.
+
+    ``parser`` names the path that produced the content: ``docling``,
+    ``pdf-offline``, ``pdf-offline+ocr``, ``ocr``, ``unstructured`` (e-mail,
+    RTF, plain text), ``unstructured-fallback`` (docling failed on the file and
+    unstructured read it; docling's error is in ``warnings``) or ``text``
+    (plain paragraphs, when unstructured could not read a text file).
+
+    ``status`` is ``partial`` whenever content is known to be missing:
+    ``missing_pages`` lists the 1-based pages that could not be read (a page
+    the PDF parser or OCR failed on), and a backend's own partial result
+    (docling's PARTIAL_SUCCESS) counts too. A document is never ``success``
+    with pages missing. ``page_count`` is the number of pages of the source.
+    """
 
     markdown: str
     docling_json: str
     title: str
     format: str
     page_count: int
-    parser: str  # which path ran, e.g. "docling", "pdf-offline", "pdf-offline+ocr"
+    parser: str
     status: Literal["success", "partial"] = "success"
     warnings: tuple[str, ...] = ()
     metadata: dict[str, Any] = field(default_factory=dict)
+    missing_pages: tuple[int, ...] = ()
 
     def to_docling(self) -> DoclingDocument:
         from docling_core.types.doc import DoclingDocument
@@ -47,6 +63,7 @@ class ParsedDocument:
                 "status": self.status,
                 "warnings": list(self.warnings),
                 "metadata": self.metadata,
+                "missing_pages": list(self.missing_pages),
             }
         )
 
@@ -54,6 +71,7 @@ class ParsedDocument:
     def from_json(cls, text: str) -> ParsedDocument:
         data = json.loads(text)
         data["warnings"] = tuple(data.get("warnings", ()))
+        data["missing_pages"] = tuple(int(p) for p in data.get("missing_pages", ()))
         return cls(**data)
 
 

@@ -65,39 +65,60 @@ def ocr_image(image: Any) -> tuple[int, list[tuple[str, float, list[list[float]]
 
 def ocr_pdf_pages(
     path: Path, page_nos: list[int], settings: ParseSettings
-) -> tuple[list[Line], list[str]]:
-    """OCR the given 1-based pages of a PDF into lines (boxes in points, top-left origin)."""
+) -> tuple[list[Line], list[str], list[int]]:
+    """OCR the given 1-based pages of a PDF into lines (boxes in points, top-left origin).
+
+    Returns (lines, warnings, failed pages): a page that cannot be rendered or
+    read is reported and skipped, so the other pages still count.
+    """
     import pypdfium2 as pdfium
 
     lines: list[Line] = []
     warnings: list[str] = []
+    failed: list[int] = []
     pdf = pdfium.PdfDocument(path)
     try:
         for page_no in page_nos:
-            page = pdf[page_no - 1]
-            image = page.render(scale=settings.ocr_scale).to_pil()
-            angle, items = ocr_image(image)
-            if angle:
-                warnings.append(f"page {page_no}: scan rotated, read at {angle} degrees")
-                image = image.rotate(angle, expand=True)
-            if not items:
-                warnings.append(f"page {page_no}: OCR found no text")
-            scale = settings.ocr_scale
-            for text, _score, box in sorted(items, key=lambda it: (it[2][0][1], it[2][0][0])):
-                xs = [p[0] for p in box]
-                ys = [p[1] for p in box]
-                lines.append(
-                    Line(
-                        page_no,
-                        text,
-                        min(xs) / scale,
-                        min(ys) / scale,
-                        max(xs) / scale,
-                        max(ys) / scale,
-                    )
-                )
+            try:
+                page_lines, page_warnings = _ocr_page(pdf, page_no, settings)
+            except MemoryError:
+                raise
+            except Exception as exc:
+                warnings.append(f"page {page_no}: OCR failed: {type(exc).__name__}: {exc}")
+                failed.append(page_no)
+                continue
+            lines += page_lines
+            warnings += page_warnings
     finally:
         pdf.close()
+    return lines, warnings, failed
+
+
+def _ocr_page(pdf: Any, page_no: int, settings: ParseSettings) -> tuple[list[Line], list[str]]:
+    warnings: list[str] = []
+    lines: list[Line] = []
+    page = pdf[page_no - 1]
+    image = page.render(scale=settings.ocr_scale).to_pil()
+    angle, items = ocr_image(image)
+    if angle:
+        warnings.append(f"page {page_no}: scan rotated, read at {angle} degrees")
+        image = image.rotate(angle, expand=True)
+    if not items:
+        warnings.append(f"page {page_no}: OCR found no text")
+    scale = settings.ocr_scale
+    for text, _score, box in sorted(items, key=lambda it: (it[2][0][1], it[2][0][0])):
+        xs = [p[0] for p in box]
+        ys = [p[1] for p in box]
+        lines.append(
+            Line(
+                page_no,
+                text,
+                min(xs) / scale,
+                min(ys) / scale,
+                max(xs) / scale,
+                max(ys) / scale,
+            )
+        )
     return lines, warnings
 
 

@@ -489,22 +489,9 @@ def _blocks_with_tables(lines: list[Line], tables: Sequence[Table]) -> list[Bloc
 
 
 def _table_data(table: Table) -> Any:
-    from docling_core.types.doc import TableCell, TableData
+    from parsers.tables import table_data
 
-    cells = [
-        TableCell(
-            text=c.text,
-            row_span=c.row_span,
-            col_span=c.col_span,
-            start_row_offset_idx=c.row,
-            end_row_offset_idx=c.row + c.row_span,
-            start_col_offset_idx=c.col,
-            end_col_offset_idx=c.col + c.col_span,
-            column_header=c.row < table.header_rows,
-        )
-        for c in table.cells
-    ]
-    return TableData(num_rows=table.n_rows, num_cols=table.n_cols, table_cells=cells)
+    return table_data(table.cells, table.n_rows, table.n_cols, table.header_rows)
 
 
 def lines_to_document(
@@ -593,6 +580,8 @@ class NativeContent:
     sizes: dict[int, tuple[float, float]]
     warnings: list[str]
     words: dict[int, list[Word]] = field(default_factory=dict)
+    # 1-based pages whose text layer docling could not read (the others parsed).
+    failed_pages: list[int] = field(default_factory=list)
 
 
 def _resolve_fonts(path: Path, words: dict[int, list[Word]], keys: dict[int, set[str]]) -> None:
@@ -833,6 +822,12 @@ def native_content(path: Path) -> NativeContent:
         except Exception as exc:  # typography is a hint; the text stands without it
             warnings.append(f"font names: {exc}")
 
+    failed: list[int] = []
+    if parsed:
+        page_total = max(int(getattr(result.input, "page_count", 0) or 0), len(sizes))
+        failed = [p for p in range(1, page_total + 1) if p not in parsed]
+    elif result.status == ConversionStatus.PARTIAL_SUCCESS:
+        warnings.append("text layer: partial conversion without per-page results")
     lines: list[Line] = []
     if parsed:
         for page_no in sorted(raw_lines):
@@ -868,7 +863,7 @@ def native_content(path: Path) -> NativeContent:
             prov = provs[0]
             page_h = sizes.get(prov.page_no, (0.0, 0.0))[1]
             lines.append(Line(prov.page_no, text, *top_left(prov.bbox, page_h)))
-    return NativeContent(lines, sizes, warnings, words)
+    return NativeContent(lines, sizes, warnings, words, failed)
 
 
 def detect_tables(path: Path, words: dict[int, list[Word]]) -> tuple[list[Table], list[str]]:
@@ -899,29 +894,81 @@ def detect_tables(path: Path, words: dict[int, list[Word]]) -> tuple[list[Table]
     return tables, warn
 
 
+@dataclass(slots=True)
+class PdfParse:
+    doc: DoclingDocument
+    parser: str
+    warnings: list[str]
+    page_count: int
+    # 1-based pages with no content: text layer and (when enabled) OCR both failed.
+    missing_pages: list[int]
+    # docling reported a partial conversion that no page list explains.
+    partial: bool = False
+
+
 def parse_pdf_offline(
     path: Path, settings: ParseSettings
 ) -> tuple[DoclingDocument, str, list[str]]:
     """Structured DoclingDocument of a PDF without layout models; OCR for scanned pages."""
+    result = parse_pdf(path, settings)
+    return result.doc, result.parser, result.warnings
+
+
+def _page_sizes(path: Path, page_nos: Sequence[int]) -> dict[int, tuple[float, float]]:
+    import pypdfium2 as pdfium
+
+    pdf = pdfium.PdfDocument(path)
+    try:
+        sizes = {}
+        for p in page_nos:
+            width, height = pdf[p - 1].get_size()
+            sizes[p] = (float(width), float(height))
+        return sizes
+    finally:
+        pdf.close()
+
+
+def parse_pdf(path: Path, settings: ParseSettings) -> PdfParse:
+    """Like ``parse_pdf_offline``, and says which pages could not be read.
+
+    A page whose text layer failed is OCR'd like a scan when OCR is on; it is
+    missing only if that fails too (or OCR is off).
+    """
     content = native_content(path)
     lines, sizes, warnings = content.lines, content.sizes, content.warnings
+    failed = sorted(content.failed_pages)
+    if failed:
+        warnings.append(f"text layer failed on pages {failed}")
+    page_count = max([len(sizes), *failed, *sizes]) if (sizes or failed) else 0
     parser = "pdf-offline"
     scanned: list[int] = []
+    missing: list[int] = []
     if settings.ocr:
         chars: dict[int, int] = {}
         for line in lines:
             chars[line.page_no] = chars.get(line.page_no, 0) + len(line.text.strip())
-        scanned = [p for p in sizes if chars.get(p, 0) < settings.ocr_min_chars_per_page]
+        scanned = sorted(
+            {p for p in sizes if chars.get(p, 0) < settings.ocr_min_chars_per_page} | set(failed)
+        )
         if scanned:
             from parsers.ocr import ocr_pdf_pages
 
-            ocr_lines, ocr_warnings = ocr_pdf_pages(path, scanned, settings)
+            ocr_lines, ocr_warnings, ocr_failed = ocr_pdf_pages(path, scanned, settings)
             warnings.extend(ocr_warnings)
-            lines = [ln for ln in lines if ln.page_no not in set(scanned)] + ocr_lines
+            missing = sorted(set(ocr_failed))
+            redone = set(scanned) - set(ocr_failed)
+            lines = [ln for ln in lines if ln.page_no not in redone] + ocr_lines
             lines.sort(key=lambda ln: ln.page_no)  # stable: keeps order inside a page
-            parser = "pdf-offline+ocr"
+            if redone:
+                parser = "pdf-offline+ocr"
+            recovered = [p for p in failed if p in redone and p not in sizes]
+            if recovered:
+                sizes = {**sizes, **_page_sizes(path, recovered)}
+    else:
+        missing = failed
     text_words = {p: ws for p, ws in content.words.items() if p not in set(scanned)}
     tables, table_warnings = detect_tables(path, text_words)
     warnings.extend(table_warnings)
     doc = lines_to_document(lines, sizes, path.stem, read_outline(path), tables)
-    return doc, parser, warnings
+    partial = any("partial conversion" in w for w in warnings)
+    return PdfParse(doc, parser, warnings, page_count, missing, partial)

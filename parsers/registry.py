@@ -62,19 +62,72 @@ def warm_up() -> None:
     native_converter()
 
 
+def _docling_or_fallback(
+    path: Path, fmt: str
+) -> tuple[DoclingDocument, str, list[str], bool, dict[str, object]]:
+    """docling first; when it rejects a file as corrupt, unstructured may still read it."""
+    from parsers.docling_backend import convert
+    from parsers.unstructured_backend import FALLBACK_FORMATS
+
+    try:
+        doc, warnings, partial = convert(path, fmt)
+        return doc, "docling", warnings, partial, {}
+    except ParseError as exc:
+        if exc.category != Category.CORRUPT or fmt not in FALLBACK_FORMATS:
+            raise
+        docling_error = exc
+    from parsers import unstructured_backend
+
+    try:
+        doc, warnings, meta = unstructured_backend.convert(path, fmt)
+    except ParseError as exc:
+        raise ParseError(
+            docling_error.category,
+            f"{docling_error.message}; fallback unstructured also failed: {exc.message}",
+        ) from exc
+    warnings = [f"docling failed: {docling_error.message}", *warnings]
+    return doc, "unstructured-fallback", warnings, False, meta
+
+
+def _unstructured_primary(
+    path: Path, fmt: str
+) -> tuple[DoclingDocument, str, list[str], dict[str, object]]:
+    from parsers import unstructured_backend
+
+    try:
+        doc, warnings, meta = unstructured_backend.convert(path, fmt)
+    except ParseError as exc:
+        if fmt != "txt" or exc.category != Category.CORRUPT:
+            raise
+        # Plain text always has a reading: paragraphs split at blank lines.
+        return _text_document(path), "text", [f"unstructured failed: {exc.message}"], {}
+    return doc, "unstructured", warnings, meta
+
+
 def parse_file(
     path: str | Path,
     settings: ParseSettings | None = None,
     metadata: dict[str, object] | None = None,
 ) -> ParsedDocument:
-    """Parse one file in this process. Raises ParseError with a category."""
+    """Parse one file in this process. Raises ParseError with a category.
+
+    Backends by detected format: PDF -> the model-free PDF path (+ OCR);
+    images -> OCR; e-mail (.eml, .msg), RTF and plain text -> unstructured;
+    DOCX/PPTX/XLSX/HTML/Markdown -> docling, with unstructured as the fallback
+    when docling rejects a DOCX/PPTX/XLSX/HTML file as corrupt.
+    """
+    from parsers.unstructured_backend import PRIMARY_FORMATS
+
     settings = settings or ParseSettings()
     path = Path(path)
     fmt = precheck(path, settings)
     warnings: list[str] = []
     partial = False
+    missing: list[int] = []
+    page_count = 0
+    extra: dict[str, object] = {}
     if fmt == "pdf":
-        from parsers.pdf_offline import parse_pdf_offline
+        from parsers.pdf_offline import parse_pdf
 
         if settings.pdf_pipeline == "layout":
             raise ParseError(
@@ -82,31 +135,31 @@ def parse_file(
                 "pdf_pipeline='layout' needs docling's layout models, which are not installed; "
                 "use 'offline' or 'auto'",
             )
-        doc, parser, warnings = parse_pdf_offline(path, settings)
+        result = parse_pdf(path, settings)
+        doc, parser, warnings = result.doc, result.parser, result.warnings
+        missing, partial, page_count = result.missing_pages, result.partial, result.page_count
     elif fmt == "image":
         if not settings.ocr:
             raise ParseError(Category.UNSUPPORTED, "image file and OCR is disabled")
         doc, parser = _image_document(path), "ocr"
-    elif fmt == "txt":
-        doc, parser = _text_document(path), "text"
+    elif fmt in PRIMARY_FORMATS:
+        doc, parser, warnings, extra = _unstructured_primary(path, fmt)
     else:
-        from parsers.docling_backend import convert
-
-        doc, warnings, partial = convert(path, fmt)
-        parser = "docling"
+        doc, parser, warnings, partial, extra = _docling_or_fallback(path, fmt)
     markdown = doc.export_to_markdown()
     if not markdown.strip():
+        if missing:
+            raise ParseError(Category.CORRUPT, f"no page could be read (failed pages {missing})")
         raise ParseError(Category.EMPTY, f"no text could be extracted ({parser})")
     return ParsedDocument(
         markdown=markdown,
         docling_json=json.dumps(doc.export_to_dict(), ensure_ascii=False),
         title=_title(doc, path.stem),
         format=fmt,
-        page_count=max(len(doc.pages), 1),
+        page_count=max(page_count, len(doc.pages), 1),
         parser=parser,
-        status="partial"
-        if partial or any("page" in w for w in warnings if "failed" in w)
-        else "success",
+        status="partial" if partial or missing else "success",
         warnings=tuple(warnings),
-        metadata=dict(metadata or {}),
+        metadata={**extra, **dict(metadata or {})},
+        missing_pages=tuple(missing),
     )

@@ -1,13 +1,19 @@
 """Cheap checks that run before any parser touches a file.
 
-They decide the real format from the file's bytes (not its name), refuse empty,
-oversized and encrypted files, and inspect office ZIP containers (member count,
-total uncompressed size, compression ratio) so a zip bomb is rejected before
-python-docx or openpyxl inflate it.
+They decide the real format from the file's bytes (not its name), refuse
+non-regular files (a FIFO or device would block the parser), empty, oversized
+and encrypted files, and inspect office ZIP containers (member count, total
+uncompressed size, compression ratio) so a zip bomb is rejected before
+python-docx or openpyxl inflate it. Office XML parts that declare a DTD are
+refused too: OOXML never uses one, and a DTD is how entity-expansion bombs
+("billion laughs") and external-entity (XXE) reads are delivered.
 """
 
 from __future__ import annotations
 
+import os
+import re
+import stat
 import zipfile
 from pathlib import Path
 
@@ -30,6 +36,9 @@ EXTENSION_FORMATS = {
     ".markdown": "md",
     ".txt": "txt",
     ".text": "txt",
+    ".eml": "eml",
+    ".msg": "msg",
+    ".rtf": "rtf",
     ".png": "image",
     ".jpg": "image",
     ".jpeg": "image",
@@ -40,7 +49,8 @@ EXTENSION_FORMATS = {
 OFFICE_FORMATS = {"docx", "pptx", "xlsx"}
 # The part every office container of that kind has.
 _OFFICE_MAIN_PART = {"docx": "word/", "pptx": "ppt/", "xlsx": "xl/"}
-_LEGACY_OFFICE = {".doc", ".ppt", ".xls", ".rtf", ".odt", ".ods", ".odp"}
+_LEGACY_OFFICE = {".doc", ".ppt", ".xls", ".odt", ".ods", ".odp"}
+_TEXT_FORMATS = {"html", "md", "txt", "eml"}
 
 
 def sniff_format(path: Path, head: bytes) -> str:
@@ -65,18 +75,22 @@ def sniff_format(path: Path, head: bytes) -> str:
         )
     if head.startswith((b"\x89PNG", b"\xff\xd8\xff", b"II*\x00", b"MM\x00*", b"BM")):
         return "image"
+    if head.startswith(b"{\\rtf"):
+        return "rtf"
     if head.startswith(b"\xd0\xcf\x11\xe0"):
+        if named == "msg":
+            return "msg"
         raise ParseError(
             Category.UNSUPPORTED,
             f"legacy OLE office file ({ext or 'no extension'}); convert to DOCX/PPTX/XLSX",
         )
-    if named in {"pdf", *OFFICE_FORMATS, "image"}:
+    if named in {"pdf", *OFFICE_FORMATS, "image", "msg", "rtf"}:
         raise ParseError(
             Category.CORRUPT, f"file named {ext} does not contain {named.upper()} data"
         )
     if ext in _LEGACY_OFFICE:
         raise ParseError(Category.UNSUPPORTED, f"unsupported format {ext}")
-    if named in {"html", "md", "txt"}:
+    if named in _TEXT_FORMATS:
         if b"\x00" in head[:4096]:
             raise ParseError(Category.CORRUPT, f"binary data in a {ext} file")
         return named
@@ -114,6 +128,56 @@ def check_zip(path: Path, settings: ParseSettings) -> None:
                 f"member {info.filename} compresses {info.file_size / info.compress_size:.0f}:1 "
                 f"(limit {settings.zip_max_ratio:.0f}:1): possible zip bomb",
             )
+    # Sizes are known to be sane now, so reading the parts' prologs is cheap.
+    with zipfile.ZipFile(path) as zf:
+        _check_xml_parts(zf, infos)
+
+
+# The prolog of an XML part (declaration, comments, processing instructions) is
+# read up to this many bytes; a DOCTYPE must appear there, before the root.
+_PROLOG_LIMIT = 64 * 1024
+_PROLOG_SKIP = re.compile(rb"\s+|<\?.*?\?>|<!--.*?-->", re.S)
+_ROOT_START = re.compile(rb"<[A-Za-z_:\x80-\xff]")
+
+
+def xml_declares_dtd(head: bytes, complete: bool) -> bool:
+    """Whether an XML document starting with ``head`` has a DOCTYPE before its root element.
+
+    ``complete`` says ``head`` is the whole document; a prolog that fills the
+    whole (truncated) head is treated as a DTD: no honest part has one that long.
+    """
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        head = head.decode("utf-16", errors="ignore").encode("utf-8")
+    elif head.startswith(b"\xef\xbb\xbf"):
+        head = head[3:]
+    pos = 0
+    while (m := _PROLOG_SKIP.match(head, pos)) is not None and m.end() > pos:
+        pos = m.end()
+    rest = head[pos : pos + 9]
+    if rest.upper().startswith(b"<!DOCTYPE"):
+        return True
+    # A root element ends the prolog; a prolog that fills a truncated head (or an
+    # unterminated comment or instruction in it) is suspect.
+    return not (_ROOT_START.match(rest) or complete)
+
+
+def _check_xml_parts(zf: zipfile.ZipFile, infos: list[zipfile.ZipInfo]) -> None:
+    for info in infos:
+        if info.is_dir() or not info.filename.lower().endswith((".xml", ".rels", ".vml")):
+            continue
+        try:
+            with zf.open(info) as fh:
+                head = fh.read(_PROLOG_LIMIT)
+        except (zipfile.BadZipFile, OSError, RuntimeError, NotImplementedError) as exc:
+            raise ParseError(
+                Category.CORRUPT, f"office part {info.filename} cannot be read: {exc}"
+            ) from exc
+        if xml_declares_dtd(head, complete=len(head) < _PROLOG_LIMIT):
+            raise ParseError(
+                Category.CORRUPT,
+                f"office part {info.filename} declares a DTD (entity expansion / external "
+                "entity attack); refused before parsing",
+            )
 
 
 def check_pdf(path: Path, settings: ParseSettings) -> int:
@@ -140,13 +204,26 @@ def check_pdf(path: Path, settings: ParseSettings) -> int:
 def precheck(path: Path, settings: ParseSettings) -> str:
     """Run every pre-parse check; returns the detected format."""
     try:
-        size = path.stat().st_size
-        with path.open("rb") as fh:
-            head = fh.read(8192)
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; the type is then
+        # checked on the opened descriptor, so a swap after the check cannot fool it.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError as exc:
         raise ParseError(Category.SOURCE_CHANGED, "file vanished before it was parsed") from exc
     except OSError as exc:
         raise ParseError(Category.CORRUPT, f"file cannot be read: {exc}") from exc
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = "FIFO" if stat.S_ISFIFO(info.st_mode) else "device or socket"
+            raise ParseError(
+                Category.UNSUPPORTED, f"not a regular file ({kind}); refused before parsing"
+            )
+        size = info.st_size
+        head = os.read(fd, 8192) if size else b""
+    except OSError as exc:
+        raise ParseError(Category.CORRUPT, f"file cannot be read: {exc}") from exc
+    finally:
+        os.close(fd)
     if size == 0:
         raise ParseError(Category.EMPTY, "zero-byte file")
     fmt = sniff_format(path, head)

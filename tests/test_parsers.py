@@ -135,3 +135,79 @@ def test_pool_kills_parser_over_memory_cap(samples_dir: Path) -> None:
     ):
         pool.parse(samples_dir / "field_handbook.pdf")
     assert err.value.category == Category.OUT_OF_MEMORY
+
+
+def _text_pdf(pages: list[str | None]) -> bytes:
+    """A minimal PDF, one page per entry: a line of Helvetica text, or nothing (None)."""
+    objects: list[bytes] = []
+    n = len(pages)
+    kids = " ".join(f"{3 + 2 * i} 0 R" for i in range(n))
+    objects.append(b"<< /Type /Catalog /Pages 2 0 R >>")
+    objects.append(f"<< /Type /Pages /Kids [{kids}] /Count {n} >>".encode())
+    font_ref = 3 + 2 * n
+    for i, text in enumerate(pages):
+        objects.append(
+            f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents {4 + 2 * i} 0 R "
+            f"/Resources << /Font << /F1 {font_ref} 0 R >> >> >>".encode()
+        )
+        stream = f"BT /F1 14 Tf 72 700 Td ({text}) Tj ET".encode() if text else b""
+        objects.append(b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream))
+    objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for k, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (k, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % off for off in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
+    return bytes(out)
+
+
+def test_pdf_over_max_pages_is_refused_never_complete(tmp_path: Path) -> None:
+    path = tmp_path / "long.pdf"
+    path.write_bytes(_text_pdf([f"Section {i} of the maintenance log" for i in range(1, 6)]))
+    doc = parse_file(path, ParseSettings(max_pages=5))
+    assert doc.status == "success" and doc.missing_pages == () and doc.page_count == 5
+    assert "Section 5 of the maintenance log" in doc.markdown
+    # Over the limit: refused as a whole (parse.max_pages), never a "complete" prefix.
+    with pytest.raises(ParseError) as err:
+        parse_file(path, ParseSettings(max_pages=3))
+    assert err.value.category == Category.TOO_LARGE
+    assert "5 pages" in err.value.message
+
+
+def test_failed_page_makes_document_partial(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import parsers.ocr
+    from parsers import ParsedDocument
+
+    path = tmp_path / "mixed.pdf"
+    # Page 2 has no text layer, so it goes to OCR, which fails on it.
+    path.write_bytes(
+        _text_pdf(["Inspection summary for turbine four", None, "Final remarks on the gearbox"])
+    )
+
+    def broken_ocr(image: object) -> tuple[int, list[object]]:
+        raise RuntimeError("OCR engine failed on this page")
+
+    monkeypatch.setattr(parsers.ocr, "ocr_image", broken_ocr)
+    doc = parse_file(path)
+    assert doc.status == "partial"
+    assert doc.missing_pages == (2,)
+    assert doc.page_count == 3
+    assert "Inspection summary" in doc.markdown and "Final remarks" in doc.markdown
+    assert any("page 2: OCR failed" in w for w in doc.warnings)
+    again = ParsedDocument.from_json(doc.to_json())
+    assert again.missing_pages == (2,) and again.status == "partial"
+    # JSON written before the field existed still loads.
+    import json
+
+    old = json.loads(doc.to_json())
+    del old["missing_pages"]
+    assert ParsedDocument.from_json(json.dumps(old)).missing_pages == ()

@@ -1,0 +1,424 @@
+"""Hostile and broken inputs, built inside the tests: entity bombs, XXE, a FIFO,
+a hanging and a crashing parser, zip bombs; and the unstructured backend offline."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from corpusflow.errors import Category
+from corpusflow.settings import ParseSettings
+from parsers import ParsedDocument, ParseError, ParserPool, parse_file
+
+CANARY = "CANARY-7f3a91-secret"
+# Nine levels of ten references: 10**9 "lol"s (3 GB) if a parser expands it.
+_LOL_DTD = '<!ENTITY lol "lol">' + "".join(
+    f'<!ENTITY lol{i} "{("&lol" + ("" if i == 1 else str(i - 1)) + ";") * 10}">'
+    for i in range(1, 10)
+)
+_PARENT_RSS_GROWTH_MAX = 300 * 1024 * 1024
+
+
+def _rss() -> int:
+    return int(psutil.Process().memory_info().rss)
+
+
+def _docx_with(path: Path, samples_dir: Path, doctype: str, injected: str) -> Path:
+    """A real DOCX (the sample policy) whose document part gets a DTD and an entity use."""
+    src = samples_dir / "travel_policy.docx"
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zout:
+        for info in zin.infolist():
+            data = zin.read(info.filename)
+            if info.filename == "word/document.xml":
+                text = data.decode("utf-8")
+                end = text.index("?>") + 2
+                text = text[:end] + doctype + text[end:]
+                text = text.replace("Booking Rules", f"Booking Rules {injected}", 1)
+                data = text.encode("utf-8")
+            zout.writestr(info, data)
+    return path
+
+
+@pytest.fixture()
+def canary(tmp_path: Path) -> Path:
+    path = tmp_path / "canary.txt"
+    path.write_text(CANARY)
+    return path
+
+
+@pytest.fixture()
+def hostile(tmp_path: Path, samples_dir: Path, canary: Path) -> dict[str, Path]:
+    files = {
+        "lol.html": f"<!DOCTYPE html [{_LOL_DTD}]><html><body><h1>Laughs</h1>"
+        "<p>Plain text stays. &lol9;</p></body></html>",
+        "xxe.html": f'<!DOCTYPE html [<!ENTITY x SYSTEM "file://{canary}">]>'
+        "<html><body><h1>Report</h1><p>before &x; after</p></body></html>",
+    }
+    out = {}
+    for name, text in files.items():
+        out[name] = tmp_path / name
+        out[name].write_text(text)
+    out["lol.docx"] = _docx_with(
+        tmp_path / "lol.docx", samples_dir, f"<!DOCTYPE w:document [{_LOL_DTD}]>", "&lol9;"
+    )
+    out["xxe.docx"] = _docx_with(
+        tmp_path / "xxe.docx",
+        samples_dir,
+        f'<!DOCTYPE w:document [<!ENTITY x SYSTEM "file://{canary}">]>',
+        "&x;",
+    )
+    return out
+
+
+def _parse_or_error(parse: Any, path: Path) -> ParsedDocument | ParseError:
+    try:
+        return parse(path)  # type: ignore[no-any-return]
+    except ParseError as exc:
+        return exc
+
+
+@pytest.mark.parametrize("name", ["lol.html", "xxe.html", "lol.docx", "xxe.docx"])
+def test_entity_bombs_and_xxe_in_process(
+    hostile: dict[str, Path], samples_dir: Path, name: str
+) -> None:
+    parse_file(samples_dir / "onboarding.html")  # library imports are not the file's cost
+    before = _rss()
+    start = time.monotonic()
+    result = _parse_or_error(parse_file, hostile[name])
+    assert time.monotonic() - start < 60
+    assert _rss() - before < _PARENT_RSS_GROWTH_MAX
+    if name.endswith(".docx"):
+        # OOXML never has a DTD: refused by the pre-check, before python-docx reads it.
+        assert isinstance(result, ParseError)
+        assert result.category == Category.CORRUPT
+        assert "DTD" in result.message
+    else:
+        # HTML parsers do not process DTDs: parsed, nothing expanded or fetched.
+        assert isinstance(result, ParsedDocument)
+        assert "lollol" not in result.markdown
+        assert len(result.markdown) < 10_000
+    if isinstance(result, ParsedDocument):
+        assert CANARY not in result.markdown
+        assert CANARY not in result.docling_json
+
+
+def test_entity_bombs_through_pool_keep_parent_bounded(
+    hostile: dict[str, Path], samples_dir: Path
+) -> None:
+    settings = ParseSettings(timeout_s=60, memory_limit_mb=2048)
+    with ParserPool(settings) as pool:
+        pool.parse(samples_dir / "onboarding.html")  # start the worker outside the measure
+        before = _rss()
+        for path in hostile.values():
+            result = _parse_or_error(pool.parse, path)
+            if isinstance(result, ParsedDocument):
+                assert CANARY not in result.markdown
+                assert "lollol" not in result.markdown
+            else:
+                assert result.category == Category.CORRUPT
+        assert _rss() - before < _PARENT_RSS_GROWTH_MAX
+        assert "Hotel Limits" in pool.parse(samples_dir / "travel_policy.docx").markdown
+
+
+def test_unstructured_fallback_does_not_expand_html_entities(
+    hostile: dict[str, Path],
+) -> None:
+    from parsers import unstructured_backend
+
+    for name in ("lol.html", "xxe.html"):
+        doc, _warnings, _meta = unstructured_backend.convert(hostile[name], "html")
+        markdown = doc.export_to_markdown()
+        assert CANARY not in markdown
+        assert "lollol" not in markdown
+
+
+def test_fifo_is_refused_without_blocking(tmp_path: Path, samples_dir: Path) -> None:
+    fifo = tmp_path / "report.pdf"
+    os.mkfifo(fifo)
+    start = time.monotonic()
+    with pytest.raises(ParseError) as err:
+        parse_file(fifo)
+    assert err.value.category == Category.UNSUPPORTED
+    assert "FIFO" in err.value.message
+    assert time.monotonic() - start < 5
+    with ParserPool(ParseSettings(timeout_s=30)) as pool:
+        with pytest.raises(ParseError) as err:
+            pool.parse(fifo)
+        assert err.value.category == Category.UNSUPPORTED
+        assert "Day One" in pool.parse(samples_dir / "onboarding.html").markdown
+
+
+# Parse targets for ParserPool(target=...): run in the spawned children.
+
+
+def hanging_parse(path: Path, settings: ParseSettings, metadata: dict[str, Any]) -> ParsedDocument:
+    """Blocks like a parser stuck on a file (here: reading a FIFO nobody writes to)."""
+    if Path(path).name.startswith("hang"):
+        fifo = Path(path).with_suffix(".fifo")
+        with fifo.open("rb") as fh:  # blocks: no writer ever opens the pipe
+            fh.read()
+    from parsers.registry import parse_file as real_parse
+
+    return real_parse(path, settings, metadata)
+
+
+def aborting_parse(path: Path, settings: ParseSettings, metadata: dict[str, Any]) -> ParsedDocument:
+    """Dies like a parser hitting a native crash (SIGABRT)."""
+    if Path(path).name.startswith("crash"):
+        os.abort()
+    from parsers.registry import parse_file as real_parse
+
+    return real_parse(path, settings, metadata)
+
+
+def test_hung_parser_times_out_and_next_file_parses(tmp_path: Path, samples_dir: Path) -> None:
+    hang = tmp_path / "hang.html"
+    hang.write_text("<p>never read</p>")
+    os.mkfifo(hang.with_suffix(".fifo"))
+    settings = ParseSettings(timeout_s=3)
+    with ParserPool(settings, target=f"{__name__}:hanging_parse") as pool:
+        start = time.monotonic()
+        with pytest.raises(ParseError) as err:
+            pool.parse(hang)
+        assert err.value.category == Category.TIMEOUT
+        assert time.monotonic() - start < 60
+        assert "Day One" in pool.parse(samples_dir / "onboarding.html").markdown
+
+
+def test_crashing_parser_is_reported_and_next_file_parses(
+    tmp_path: Path, samples_dir: Path
+) -> None:
+    crash = tmp_path / "crash.html"
+    crash.write_text("<p>boom</p>")
+    with ParserPool(ParseSettings(timeout_s=60), target=f"{__name__}:aborting_parse") as pool:
+        with pytest.raises(ParseError) as err:
+            pool.parse(crash)
+        assert err.value.category == Category.CRASHED
+        assert "SIGABRT" in err.value.message
+        assert "Day One" in pool.parse(samples_dir / "onboarding.html").markdown
+
+
+def test_pool_rejects_malformed_target() -> None:
+    with pytest.raises(ValueError):
+        ParserPool(ParseSettings(), target="parsers.registry.parse_file")
+
+
+@pytest.fixture()
+def no_heavy_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any call into a parser backend fails the test: the pre-check must decide."""
+
+    def forbidden(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("a parser backend ran on a file the pre-check should refuse")
+
+    import parsers.docling_backend
+    import parsers.unstructured_backend
+
+    monkeypatch.setattr(parsers.docling_backend, "convert", forbidden)
+    monkeypatch.setattr(parsers.unstructured_backend, "convert", forbidden)
+
+
+def test_zip_bombs_are_refused_before_parsing(tmp_path: Path, no_heavy_parsing: None) -> None:
+    ratio_bomb = tmp_path / "ratio.docx"
+    with zipfile.ZipFile(ratio_bomb, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("[Content_Types].xml", "<Types/>")
+        zf.writestr("word/document.xml", b"<w:t>" + b"A" * (16 * 1024 * 1024) + b"</w:t>")
+    many = tmp_path / "many.xlsx"
+    with zipfile.ZipFile(many, "w") as zf:
+        for i in range(60):
+            zf.writestr(f"xl/worksheets/sheet{i}.xml", "<worksheet/>")
+    settings = ParseSettings(zip_max_members=50)
+    for path, expect in ((ratio_bomb, "zip bomb"), (many, "members")):
+        start = time.monotonic()
+        with pytest.raises(ParseError) as err:
+            parse_file(path, settings)
+        assert err.value.category == Category.CORRUPT
+        assert expect in err.value.message
+        assert time.monotonic() - start < 5
+
+
+def test_dtd_in_office_part_refused_before_parsing(
+    hostile: dict[str, Path], no_heavy_parsing: None
+) -> None:
+    for name in ("lol.docx", "xxe.docx"):
+        with pytest.raises(ParseError) as err:
+            parse_file(hostile[name])
+        assert err.value.category == Category.CORRUPT
+        assert "DTD" in err.value.message
+
+
+def test_xml_prolog_scan() -> None:
+    from parsers.safety import xml_declares_dtd
+
+    assert not xml_declares_dtd(b'<?xml version="1.0"?>\n<!-- c --><root/>', complete=True)
+    assert xml_declares_dtd(b'<?xml version="1.0"?><!DOCTYPE r [<!ENTITY a "b">]><r/>', True)
+    assert xml_declares_dtd("<!DOCTYPE r><r/>".encode("utf-16"), complete=True)
+    # A prolog that fills the whole truncated head is treated as hiding a DTD.
+    assert xml_declares_dtd(b"<!--" + b"x" * 100, complete=False)
+
+
+# --------------------------------------------------------------------------- #
+# unstructured runs offline
+# --------------------------------------------------------------------------- #
+
+
+@pytest.fixture()
+def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[object]]:
+    attempts: list[object] = []
+
+    def refuse(_sock: socket.socket, address: object) -> None:
+        attempts.append(address)
+        raise OSError(f"network disabled in this test (tried {address!r})")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    yield attempts
+
+
+_EML = """\
+From: Alice Example <alice@example.com>
+To: Bob Builder <bob@example.com>
+Cc: Carol <carol@example.com>
+Subject: Gearbox maintenance plan
+Date: Mon, 02 Mar 2026 10:00:00 +0000
+Message-ID: <plan-42@example.com>
+MIME-Version: 1.0
+Content-Type: multipart/mixed; boundary="XYZ"
+
+--XYZ
+Content-Type: text/plain; charset=utf-8
+
+Maintenance Window
+
+Please review the attached schedule before Friday.
+
+- Replace the gearbox seals
+- Check the cooling pump
+
+--XYZ
+Content-Type: application/pdf; name="schedule.pdf"
+Content-Disposition: attachment; filename="schedule.pdf"
+Content-Transfer-Encoding: base64
+
+JVBERi0xLjQKJcfsj6IK
+--XYZ--
+"""
+
+_RTF = (
+    r"{\rtf1\ansi\deff0{\fonttbl{\f0 Helvetica;}}"
+    r"{\pard\b Pump Manual\b0\par}"
+    r"{\pard The cooling pump runs at 40 bar and is checked weekly.\par}"
+    r"\trowd\cellx2000\cellx4000\pard\intbl Part\cell\pard\intbl Interval\cell\row"
+    r"\trowd\cellx2000\cellx4000\pard\intbl Seal\cell\pard\intbl Weekly\cell\row"
+    r"}"
+)
+
+
+def test_unstructured_formats_parse_offline(tmp_path: Path, no_network: list[object]) -> None:
+    eml = tmp_path / "plan.eml"
+    eml.write_text(_EML)
+    doc = parse_file(eml)
+    assert (doc.format, doc.parser) == ("eml", "unstructured")
+    assert doc.title == "Gearbox maintenance plan"
+    assert "Please review the attached schedule before Friday." in doc.markdown
+    assert "- Replace the gearbox seals" in doc.markdown
+    assert "Alice Example (alice@example.com)" in doc.markdown
+    assert "schedule.pdf (application/pdf" in doc.markdown
+    email = doc.metadata["email"]
+    assert email["from"] == ["Alice Example <alice@example.com>"]
+    assert email["cc"] == ["Carol <carol@example.com>"]
+    assert email["subject"] == "Gearbox maintenance plan"
+    assert email["attachments"][0]["filename"] == "schedule.pdf"
+    # A sentence is never a heading, even without spaCy's tagger.
+    headings = [ln for ln in doc.markdown.splitlines() if ln.startswith("#")]
+    assert not any("Please review" in h for h in headings)
+    assert ParsedDocument.from_json(doc.to_json()) == doc
+
+    txt = tmp_path / "notes.txt"
+    txt.write_text(
+        "Commissioning Checklist\n\nThe turbine was started on Monday.\n\n"
+        "1. Torque the bolts\n\n2. Record the vibration\n"
+    )
+    doc = parse_file(txt)
+    assert (doc.format, doc.parser) == ("txt", "unstructured")
+    assert "The turbine was started on Monday." in doc.markdown
+    assert "Torque the bolts" in doc.markdown
+
+    rtf = tmp_path / "manual.rtf"
+    rtf.write_text(_RTF)
+    doc = parse_file(rtf)
+    assert (doc.format, doc.parser) == ("rtf", "unstructured")
+    assert "cooling pump runs at 40 bar" in doc.markdown
+    assert "Seal" in doc.markdown and "Weekly" in doc.markdown
+    assert "| Seal" in doc.markdown  # a Markdown table, from the docling table model
+    assert any(item.label == "table" for item, _ in doc.to_docling().iterate_items())
+    assert no_network == []
+
+
+def test_docling_failure_falls_back_to_unstructured(
+    tmp_path: Path, no_network: list[object]
+) -> None:
+    # Nesting deeper than Python's recursion limit: docling's HTML walk fails,
+    # unstructured (lxml) still reads the document.
+    deep = tmp_path / "deep.html"
+    deep.write_text(
+        "<html><body><h1>Deep Report</h1><p>Intro text survives.</p>"
+        + "<div>" * 1500
+        + "<p>Buried.</p>"
+        + "</div>" * 1500
+        + "</body></html>"
+    )
+    doc = parse_file(deep)
+    assert doc.parser == "unstructured-fallback"
+    assert "Intro text survives." in doc.markdown
+    assert "# Deep Report" in doc.markdown
+    assert any(w.startswith("docling failed:") for w in doc.warnings)
+    assert no_network == []
+
+
+def test_unstructured_tables_become_docling_tables() -> None:
+    from unstructured.documents.elements import ElementMetadata, ListItem, Table, Title
+
+    from parsers.unstructured_backend import _to_document
+
+    table = Table(
+        text="Part Interval Seal Weekly",
+        metadata=ElementMetadata(
+            text_as_html="<table><tr><td>Part</td><td>Interval</td></tr>"
+            "<tr><td>Seal</td><td>Weekly</td></tr></table>"
+        ),
+    )
+    doc = _to_document([Title("Service Plan"), ListItem("Drain oil"), table], "plan")
+    markdown = doc.export_to_markdown()
+    assert markdown.startswith("## Service Plan")  # level 1 under the document title
+    assert "- Drain oil" in markdown
+    assert "| Seal   | Weekly     |" in markdown
+    (table_item,) = doc.tables
+    headers = [c.text for c in table_item.data.table_cells if c.column_header]
+    assert headers == ["Part", "Interval"]  # the chunker repeats these per row
+
+
+def test_broken_msg_and_missing_pandoc_are_categorised(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    msg = tmp_path / "mail.msg"
+    msg.write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\0" * 600)
+    with pytest.raises(ParseError) as err:
+        parse_file(msg)
+    assert err.value.category == Category.CORRUPT
+    rtf = tmp_path / "a.rtf"
+    rtf.write_text(_RTF)
+    import parsers.unstructured_backend as ub
+
+    monkeypatch.setattr(ub, "_pandoc_missing", lambda: "RTF needs pandoc: pip install x")
+    with pytest.raises(ParseError) as err:
+        parse_file(rtf)
+    assert err.value.category == Category.UNSUPPORTED
+    assert "pip install" in err.value.message
