@@ -74,6 +74,13 @@ class ParseSettings(_Section):
             "'offline' uses the model-free path; 'auto' picks layout when its models are present."
         ),
     )
+    artifacts_path: str = Field(
+        "",
+        description=(
+            "Directory of docling's pre-fetched models (layout, TableFormer) for the layout "
+            "PDF pipeline; empty = docling's default cache. See docs/operations.md."
+        ),
+    )
     zip_max_members: int = Field(10_000, description="Office ZIP pre-check: member count cap.")
     zip_max_uncompressed_mb: int = Field(
         1024, description="Office ZIP pre-check: total uncompressed size cap."
