@@ -1,6 +1,6 @@
 """Parse quality per file and per format against ../shared/corpus/docling ground truth.
 
-Usage: python bench/parse_quality.py [--corpus DIR] [--markdown]
+Usage: python bench/parse_quality.py [--corpus DIR] [--format pptx ...] [--markdown]
 Metrics are the shared definitions in ../shared/tools/parse_metrics.py.
 """
 
@@ -20,6 +20,12 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--corpus", default=str(REPO.parent / "shared" / "corpus" / "docling"))
     ap.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    ap.add_argument(
+        "--format",
+        action="append",
+        default=[],
+        help="only this corpus folder (pdf, pptx, ...); repeatable",
+    )
     args = ap.parse_args()
     corpus = Path(args.corpus)
     sys.path.insert(0, str(corpus.parents[1] / "tools"))
@@ -31,7 +37,8 @@ def main() -> None:
 
     rows = []
     with ParserPool(ParseSettings()) as pool:
-        for folder in sorted(p for p in corpus.iterdir() if p.is_dir()):
+        folders = sorted(p for p in corpus.iterdir() if p.is_dir())
+        for folder in [f for f in folders if not args.format or f.name in args.format]:
             gt_dir = folder / "groundtruth"
             for path in sorted(folder.iterdir()):
                 if not path.is_file() or path.name == "README.md":

@@ -1,4 +1,8 @@
-"""docling backends for office, web and Markdown files (no models needed)."""
+"""docling backends for office, web and Markdown files (no models needed).
+
+PPTX goes through ``parsers.pptx_charts.ChartPptxBackend``: docling's PowerPoint
+backend with charts read in full.
+"""
 
 from __future__ import annotations
 
@@ -17,9 +21,15 @@ _FORMATS = {"docx": "DOCX", "pptx": "PPTX", "xlsx": "XLSX", "html": "HTML", "md"
 @functools.lru_cache(maxsize=1)
 def get_converter() -> Any:
     from docling.datamodel.base_models import InputFormat
-    from docling.document_converter import DocumentConverter
+    from docling.document_converter import DocumentConverter, PowerpointFormatOption
 
-    return DocumentConverter(allowed_formats=[InputFormat[name] for name in _FORMATS.values()])
+    from parsers.pptx_charts import ChartPptxBackend
+
+    return DocumentConverter(
+        allowed_formats=[InputFormat[name] for name in _FORMATS.values()],
+        # PowerPoint charts keep X values, bubble sizes, category groups and axis titles.
+        format_options={InputFormat.PPTX: PowerpointFormatOption(backend=ChartPptxBackend)},
+    )
 
 
 def convert(path: Path, fmt: str) -> tuple[DoclingDocument, list[str], bool]:

@@ -57,7 +57,7 @@ def _child_main(conn: Connection, settings_json: str, target: str = DEFAULT_TARG
     parse_file = _resolve_target(target)
     settings = ParseSettings.model_validate_json(settings_json)
     try:
-        warm_up()
+        warm_up(settings)
     except Exception as exc:  # a broken install shows up on the first job instead
         conn.send(("ready", f"warm-up failed: {exc}"))
     else:

@@ -15,7 +15,9 @@ if TYPE_CHECKING:
 # Bump when the parse output for the same bytes and settings changes.
 # 2: unstructured backend (eml, msg, rtf, txt; fallback for docling failures),
 #    missing_pages, office parts with a DTD refused.
-PARSER_VERSION = "2"
+# 3: docling's layout-model PDF path ("docling-layout"); PPTX charts keep X values,
+#    bubble sizes, multi-level categories, axis and cell-linked titles.
+PARSER_VERSION = "3"
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,7 +25,9 @@ class ParsedDocument:
     """A parsed file: Markdown for people, docling JSON for structure-aware chunking.
 
     ``parser`` names the path that produced the content: ``docling``,
-    ``pdf-offline``, ``pdf-offline+ocr``, ``ocr``, ``unstructured`` (e-mail,
+    ``docling-layout`` (PDF through docling's layout + TableFormer models),
+    ``docling-layout+ocr`` (the same, with scanned pages OCR'd),
+    ``pdf-offline``, ``pdf-offline+ocr`` (the model-free PDF path), ``ocr``, ``unstructured`` (e-mail,
     RTF, plain text), ``unstructured-fallback`` (docling failed on the file and
     unstructured read it; docling's error is in ``warnings``) or ``text``
     (plain paragraphs, when unstructured could not read a text file).
@@ -76,8 +80,16 @@ class ParsedDocument:
 
 
 def parser_fingerprint(settings: ParseSettings) -> str:
-    """Identifies parse output: the parser version plus settings that change output."""
+    """Identifies parse output: the parser version plus settings that change output.
+
+    The PDF path that will actually run counts too: with ``pdf_pipeline='auto'``,
+    models arriving on (or leaving) the machine switch PDFs between the layout
+    and the model-free path, and so change the fingerprint.
+    """
+    from parsers.pdf_layout import fingerprint_part
+
     relevant = {
+        **fingerprint_part(settings),
         "version": PARSER_VERSION,
         "ocr": settings.ocr,
         "ocr_engine": settings.ocr_engine,

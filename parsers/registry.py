@@ -14,6 +14,8 @@ from parsers.safety import precheck
 if TYPE_CHECKING:
     from docling_core.types.doc import DoclingDocument
 
+    from parsers.pdf_offline import PdfParse
+
 
 def _text_document(path: Path) -> DoclingDocument:
     """Plain text: paragraphs separated by blank lines."""
@@ -51,15 +53,19 @@ def _title(doc: DoclingDocument, fallback: str) -> str:
     return fallback
 
 
-def warm_up() -> None:
-    """Import the heavy parser libraries now, so a document's deadline covers parsing only."""
+def warm_up(settings: ParseSettings | None = None) -> None:
+    """Import the heavy parser libraries (and load the layout models when PDFs will
+    use them) now, so a document's deadline covers parsing only."""
     import pypdfium2  # noqa: F401
 
     from parsers.docling_backend import get_converter
+    from parsers.pdf_layout import warm_up_layout
     from parsers.pdf_offline import native_converter
 
     get_converter()
     native_converter()
+    if settings is not None:
+        warm_up_layout(settings)
 
 
 def _docling_or_fallback(
@@ -104,6 +110,19 @@ def _unstructured_primary(
     return doc, "unstructured", warnings, meta
 
 
+def _parse_pdf(path: Path, settings: ParseSettings) -> PdfParse:
+    """parse.pdf_pipeline: 'layout' -> docling's layout models (an error without them);
+    'auto' -> layout when its models are on this machine, else the model-free path."""
+    from parsers.pdf_layout import layout_models_available, parse_pdf_layout
+    from parsers.pdf_offline import parse_pdf
+
+    if settings.pdf_pipeline == "layout" or (
+        settings.pdf_pipeline == "auto" and layout_models_available(settings)
+    ):
+        return parse_pdf_layout(path, settings)
+    return parse_pdf(path, settings)
+
+
 def parse_file(
     path: str | Path,
     settings: ParseSettings | None = None,
@@ -111,7 +130,8 @@ def parse_file(
 ) -> ParsedDocument:
     """Parse one file in this process. Raises ParseError with a category.
 
-    Backends by detected format: PDF -> the model-free PDF path (+ OCR);
+    Backends by detected format: PDF -> docling's layout-model pipeline or the
+    model-free PDF path, by ``parse.pdf_pipeline`` (+ OCR for scanned pages);
     images -> OCR; e-mail (.eml, .msg), RTF and plain text -> unstructured;
     DOCX/PPTX/XLSX/HTML/Markdown -> docling, with unstructured as the fallback
     when docling rejects a DOCX/PPTX/XLSX/HTML file as corrupt.
@@ -127,15 +147,7 @@ def parse_file(
     page_count = 0
     extra: dict[str, object] = {}
     if fmt == "pdf":
-        from parsers.pdf_offline import parse_pdf
-
-        if settings.pdf_pipeline == "layout":
-            raise ParseError(
-                Category.UNSUPPORTED,
-                "pdf_pipeline='layout' needs docling's layout models, which are not installed; "
-                "use 'offline' or 'auto'",
-            )
-        result = parse_pdf(path, settings)
+        result = _parse_pdf(path, settings)
         doc, parser, warnings = result.doc, result.parser, result.warnings
         missing, partial, page_count = result.missing_pages, result.partial, result.page_count
     elif fmt == "image":
