@@ -108,6 +108,9 @@ def main() -> None:
             f"| {label} | {secs:.1f} | {100 * secs / first:.1f}% | {r['parsed']} | "
             f"{r['parse_cache_hits']} | {r['chunks_written']} |"
         )
+    print("\nseconds per stage (the flow's own timers):\n")
+    for label, _, r in rows:
+        print(f"- {label}: " + ", ".join(f"{k} {v:.1f}" for k, v in r["stage_s"].items()))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"\npeak RSS of the flow process: {peak:.0f} MiB")
     shutil.rmtree(work, ignore_errors=True)

@@ -95,6 +95,11 @@ def _print_report(report: dict[str, Any]) -> None:
         str(report["chunks_written"]),
     )
     console.print(table)
+    if report.get("partial"):
+        console.print(
+            f"[yellow]{report['partial']} document(s) indexed with content missing "
+            "(ledger category 'partial'; see `corpusflow status`)[/]"
+        )
     if report["retried"] or report["rechunked"]:
         console.print(
             f"changed includes {report['retried']} retried failures and "
@@ -115,7 +120,9 @@ def _print_report(report: dict[str, Any]) -> None:
 
 @app.command()
 def ingest(
-    source: Annotated[str, typer.Argument(help="Directory of documents to ingest.")],
+    source: Annotated[
+        str, typer.Argument(help="Directory or object-store URL (s3://bucket/prefix) to ingest.")
+    ],
     db: DbOpt = None,
     model: Annotated[
         str | None,
@@ -148,7 +155,9 @@ def ingest(
 
 @app.command()
 def reindex(
-    source: Annotated[str, typer.Argument(help="The source directory of the collection.")],
+    source: Annotated[
+        str, typer.Argument(help="The collection's source: a directory or s3://bucket/prefix.")
+    ],
     model: Annotated[str, typer.Option("--model", help="The new embedding model.")],
     db: DbOpt = None,
     config: ConfigOpt = None,
@@ -259,7 +268,10 @@ def maintain(
 
 @app.command()
 def serve(
-    source: Annotated[str, typer.Argument(help="The source directory to refresh nightly.")],
+    source: Annotated[
+        str,
+        typer.Argument(help="The source to refresh nightly: a directory or s3://bucket/prefix."),
+    ],
     db: DbOpt = None,
     config: ConfigOpt = None,
     collection: CollectionOpt = None,
@@ -278,14 +290,18 @@ def serve(
     from flows.deployments import build_deployments
 
     preflight(source, settings)
-    deployments = build_deployments(str(Path(source).resolve()), settings, cron, maintenance_cron)
+    deployments = build_deployments(
+        source if "://" in source else str(Path(source).resolve()), settings, cron, maintenance_cron
+    )
     # Keep the schedules active when this process stops (a restart resumes them).
     prefect_serve(*deployments, pause_on_shutdown=False)
 
 
 @app.command("retry-failed")
 def retry_failed(
-    source: Annotated[str, typer.Argument(help="The source directory of the collection.")],
+    source: Annotated[
+        str, typer.Argument(help="The collection's source: a directory or s3://bucket/prefix.")
+    ],
     db: DbOpt = None,
     config: ConfigOpt = None,
     collection: CollectionOpt = None,

@@ -136,7 +136,13 @@ def plan_changes(
         if not live or row is None:
             plan.work.append(WorkItem(f, "", "new"))
             continue
-        same_stat = row["size"] == f.size and row["mtime"] == f.mtime
+        # The change hint: size + entity tag where the source and the ledger both have a
+        # tag (object stores: a new tag whenever the bytes change), else size + mtime.
+        etag = row.get("etag")
+        if f.etag is not None and etag is not None:
+            same_stat = row["size"] == f.size and etag == f.etag
+        else:
+            same_stat = row["size"] == f.size and row["mtime"] == f.mtime
         if settings.source.hash_shortcut and same_stat and row["content_sha256"]:
             sha = row["content_sha256"]
         else:
@@ -161,8 +167,8 @@ def plan_changes(
             plan.work.append(WorkItem(f, sha, "rechunk"))
         else:
             plan.unchanged.append(f)
-            if not same_stat:
-                plan.touched.append(row | {"size": f.size, "mtime": f.mtime})
+            if (row["size"], row["mtime"], etag) != (f.size, f.mtime, f.etag):
+                plan.touched.append(row | {"size": f.size, "mtime": f.mtime, "etag": f.etag})
     if not only_failed:
         plan.deleted = [r for d, r in ledger.items() if d not in seen and r["status"] != "deleted"]
         indexed = sum(1 for r in ledger.values() if r["status"] == "indexed")
@@ -263,6 +269,18 @@ def ledger_row(
     error: DocumentError | None = None,
 ) -> dict[str, Any]:
     f = item.file
+    category = error.category.value if error else None
+    message = error.message if error else None
+    if status == "indexed" and parsed is not None and parsed.status == "partial":
+        # Indexed, but never as complete: the ledger says what is missing.
+        category = "partial"
+        missing = ", ".join(str(p) for p in parsed.missing_pages)
+        message = (
+            "; ".join(([f"pages not read: {missing}"] if missing else []) + list(parsed.warnings))[
+                :2000
+            ]
+            or "the parser returned a partial result"
+        )
     return {
         "doc_id": f.doc_id,
         "path": f.rel_path,
@@ -270,9 +288,10 @@ def ledger_row(
         "content_sha256": item.sha256 if status == "indexed" else None,
         "size": f.size,
         "mtime": f.mtime,
+        "etag": f.etag,
         "status": status,
-        "error_category": error.category.value if error else None,
-        "error_message": error.message if error else None,
+        "error_category": category,
+        "error_message": message,
         "attempts": 0 if status == "indexed" else item.attempts + 1,
         "format": parsed.format if parsed else None,
         "title": parsed.title if parsed else None,
@@ -409,6 +428,7 @@ class RunReport:
     unchanged: int = 0
     deleted: int = 0
     failed: int = 0
+    partial: int = 0  # indexed with content missing (ledger error_category "partial")
     parsed: int = 0  # documents actually parsed (not served by the parse cache)
     parse_cache_hits: int = 0
     chunks_written: int = 0

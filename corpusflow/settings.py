@@ -50,7 +50,7 @@ class SourceSettings(_Section):
     storage_options: dict[str, str] = Field(
         default_factory=dict,
         description=(
-            "Options for an object-store source's filesystem (fsspec/pyarrow), e.g. "
+            "Options for an object-store source (boto3 for s3://, fsspec otherwise), e.g. "
             "endpoint_url, region. Credentials come from the provider's own environment."
         ),
     )

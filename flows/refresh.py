@@ -151,10 +151,11 @@ def _publish(report: RunReport) -> None:
         key=f"refresh-summary-{key}",
         markdown=(
             f"# Refresh {report.run_id}\n\n"
-            f"| new | changed | retried | rechunked | unchanged | deleted | failed | chunks |\n"
-            f"|---|---|---|---|---|---|---|---|\n"
+            "| new | changed | retried | rechunked | unchanged | deleted | failed | partial "
+            "| chunks |\n|---|---|---|---|---|---|---|---|---|\n"
             f"| {report.new} | {report.changed} | {report.retried} | {report.rechunked} | "
-            f"{report.unchanged} | {report.deleted} | {report.failed} | {report.chunks_written} |\n\n"
+            f"{report.unchanged} | {report.deleted} | {report.failed} | {report.partial} "
+            f"| {report.chunks_written} |\n\n"
             f"Table `{report.chunk_table}` version {report.chunk_table_version}; model {report.model}; "
             f"{report.elapsed_s:.1f} s\n\n| stage | seconds |\n|---|---|\n{stages}\n"
         ),
@@ -288,6 +289,8 @@ def _refresh(
                     )
                     continue
                 batch.append(result)
+                if result.parsed.status == "partial":
+                    report.partial += 1
                 if result.from_cache:
                     report.parse_cache_hits += 1
                 else:
@@ -351,6 +354,9 @@ def _refresh(
             report.chunk_table_version = store.tag_version(
                 spec.table_suffix, f"{kind}-{report.run_id}"
             )
+        if plan.work:
+            with timer.time("tidy_caches"):
+                store.tidy_caches()
         store.checkpoint(spec.table_suffix, spec.dim).clear()
         report.elapsed_s = time.time() - started
         report.stage_s = {k: round(v, 3) for k, v in timer.totals.items()}

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 from typing import Any, Protocol
+from urllib.parse import unquote, urlsplit
 
+from corpusflow.errors import ConfigurationError
 from corpusflow.settings import SourceSettings
 from sources.local import LocalSource, SourceFile
 
@@ -14,7 +17,8 @@ class Source(Protocol):
     """Lists documents and hands their bytes to the parser.
 
     ``SourceFile.rel_path`` (relative to the source root) is the document's identity;
-    ``size`` and ``mtime`` are its change hint.
+    ``size`` and ``mtime`` are its change hint, with ``etag`` in place of ``mtime`` where
+    an object store provides one.
     """
 
     @property
@@ -36,6 +40,24 @@ class Source(Protocol):
         """A local file path with the document's bytes, valid inside the ``with`` block."""
 
 
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
 def open_source(uri: str, settings: SourceSettings) -> Source:
-    """The source behind a path or URL."""
-    return LocalSource(uri, settings)
+    """The source behind a path or URL: a local path or ``file://`` URL is a local folder;
+    ``s3://bucket/prefix`` is read with boto3; any other scheme through its fsspec
+    filesystem (``gs://`` with gcsfs, ``az://`` with adlfs, ``memory://``)."""
+    match = _SCHEME.match(uri)
+    if match is None:
+        return LocalSource(uri, settings)
+    scheme = match.group(1).lower()
+    if scheme == "file":
+        parts = urlsplit(uri)
+        if parts.netloc not in ("", "localhost"):
+            raise ConfigurationError(
+                f"file:// source URLs name an absolute path (file:///data/docs), not {uri!r}"
+            )
+        return LocalSource(unquote(parts.path), settings)
+    from sources.objectstore import ObjectStoreSource  # boto3/fsspec only when needed
+
+    return ObjectStoreSource(uri, settings)

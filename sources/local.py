@@ -32,8 +32,11 @@ class SourceFile:
     rel_path: str  # posix, relative to the source root: the document's identity
     size: int  # of the document plus its sidecar
     mtime: float  # the later of the two
-    location: str  # what a parser opens (an absolute local path)
+    location: str  # what a parser opens (an absolute local path, or an object URL)
     sidecar: str | None = None  # metadata sidecar location
+    # Object stores only: the entity tag(s) of the object (and its sidecar). With the
+    # size it is the change hint; local files have none and use size + mtime.
+    etag: str | None = None
 
     @property
     def doc_id(self) -> str:
@@ -72,6 +75,41 @@ def glob_match(rel_path: str, pattern: str) -> bool:
     return bool(_glob_regex(pattern).match(rel_path))
 
 
+def skipped_name(name: str) -> bool:
+    """Hidden files and directories and editor/OS droppings: never documents."""
+    return name.startswith(".") or bool(_SKIP_NAMES.match(name))
+
+
+def wanted(rel_path: str, settings: SourceSettings) -> bool:
+    """Whether the include/exclude globs select a relative path."""
+    if not any(glob_match(rel_path, p) for p in settings.include):
+        return False
+    return not any(glob_match(rel_path, p) for p in settings.exclude)
+
+
+def combine_digests(document: str, sidecar: str | None) -> str:
+    """A document's hash: its bytes' SHA-256, combined with its sidecar's when it has one."""
+    if sidecar is None:
+        return document
+    return hashlib.sha256(f"{document}:{sidecar}".encode()).hexdigest()
+
+
+def parse_sidecar(raw: bytes | str) -> dict[str, Any]:
+    """A sidecar's metadata; a malformed one is the document's (terminal) error."""
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise DocumentError(Category.CORRUPT, f"unreadable metadata sidecar: {exc}") from exc
+    if not isinstance(data, dict):
+        raise DocumentError(Category.CORRUPT, "metadata sidecar is not a JSON object")
+    acl = data.get("acl")
+    if acl is not None and (not isinstance(acl, list) or not all(isinstance(g, str) for g in acl)):
+        raise DocumentError(
+            Category.CORRUPT, 'metadata sidecar "acl" must be a list of group names'
+        )
+    return data
+
+
 class LocalSource:
     def __init__(self, root: str | Path, settings: SourceSettings) -> None:
         self.root = Path(root).expanduser().resolve()
@@ -82,10 +120,7 @@ class LocalSource:
             raise ConfigurationError(f"source directory not found: {self.root}")
 
     def _wanted(self, rel: str) -> bool:
-        s = self.settings
-        if not any(glob_match(rel, p) for p in s.include):
-            return False
-        return not any(glob_match(rel, p) for p in s.exclude)
+        return wanted(rel, self.settings)
 
     def list(self) -> Iterator[SourceFile]:
         """Stream the source's files in a stable order (hidden and temporary files skipped)."""
@@ -99,7 +134,7 @@ class LocalSource:
             return
         for entry in entries:
             name = entry.name
-            if name.startswith(".") or _SKIP_NAMES.match(name) or name.endswith(SIDECAR_SUFFIX):
+            if skipped_name(name) or name.endswith(SIDECAR_SUFFIX):
                 continue
             path = Path(entry.path)
             if entry.is_symlink():
@@ -142,10 +177,8 @@ class LocalSource:
     @staticmethod
     def content_hash(f: SourceFile) -> str:
         """SHA-256 of the document's bytes, combined with its sidecar's when there is one."""
-        digest = _sha256_file(f.location)
-        if f.sidecar is None:
-            return digest
-        return hashlib.sha256(f"{digest}:{_sha256_file(f.sidecar)}".encode()).hexdigest()
+        sidecar = None if f.sidecar is None else _sha256_file(f.sidecar)
+        return combine_digests(_sha256_file(f.location), sidecar)
 
     @staticmethod
     def metadata(f: SourceFile) -> dict[str, Any]:
@@ -153,19 +186,10 @@ class LocalSource:
         if f.sidecar is None:
             return {}
         try:
-            data = json.loads(Path(f.sidecar).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
+            raw = Path(f.sidecar).read_bytes()
+        except OSError as exc:
             raise DocumentError(Category.CORRUPT, f"unreadable metadata sidecar: {exc}") from exc
-        if not isinstance(data, dict):
-            raise DocumentError(Category.CORRUPT, "metadata sidecar is not a JSON object")
-        acl = data.get("acl")
-        if acl is not None and (
-            not isinstance(acl, list) or not all(isinstance(g, str) for g in acl)
-        ):
-            raise DocumentError(
-                Category.CORRUPT, 'metadata sidecar "acl" must be a list of group names'
-            )
-        return data
+        return parse_sidecar(raw)
 
 
 def _sha256_file(location: str) -> str:

@@ -1,6 +1,13 @@
 """storage: every Lance table (ledger, parse cache, per-model chunk tables, pointer)."""
 
-from storage.lease import LeaseHeldError, collection_lease, write_lease
+from storage.lease import LeaseHeldError, LeaseLostError, collection_lease, write_lease
 from storage.store import StagingCheckpoint, Store
 
-__all__ = ["LeaseHeldError", "StagingCheckpoint", "Store", "collection_lease", "write_lease"]
+__all__ = [
+    "LeaseHeldError",
+    "LeaseLostError",
+    "StagingCheckpoint",
+    "Store",
+    "collection_lease",
+    "write_lease",
+]

@@ -11,6 +11,8 @@ LEDGER_SCHEMA = pa.schema(
         pa.field("content_sha256", pa.string()),  # written only once chunks are committed
         pa.field("size", pa.int64()),
         pa.field("mtime", pa.float64()),
+        # Object stores: the entity tag(s) listed with the bytes; with size, the change hint.
+        pa.field("etag", pa.string()),
         pa.field("status", pa.string()),  # indexed | failed | quarantined | deleted
         pa.field("error_category", pa.string()),
         pa.field("error_message", pa.string()),

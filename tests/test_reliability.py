@@ -533,3 +533,29 @@ def test_thousand_page_pdf_is_complete_or_refused(tmp_path: Path) -> None:
     assert {p for ps in pages.to_pylist() for p in ps} == set(range(1, 1201))
     assert rss_growth_mb < 1024, f"parent grew by {rss_growth_mb:.0f} MiB"
     assert_nothing_lost(settings, corpus)
+
+
+def test_partial_document_is_never_indexed_as_complete(corpus: Path, tmp_path: Path) -> None:
+    """A parse with unreadable pages (here: the parse cache holds the handbook with page 2
+    missing, as the parser records it when OCR of a page fails) is indexed and marked."""
+    from dataclasses import replace
+
+    from corpusflow.pipeline import Fingerprints
+    from parsers import parse_file
+
+    db = tmp_path / "db"
+    settings = _settings(db)
+    handbook = corpus / "field_handbook.pdf"
+    parsed = parse_file(handbook, settings.parse)
+    partial = replace(parsed, status="partial", missing_pages=(2,))
+    fps = Fingerprints.of(settings, resolve_model(settings.embed))
+    sha = LocalSource.content_hash(
+        next(f for f in LocalSource(corpus, settings.source).list() if f.rel_path == handbook.name)
+    )
+    Store(str(db)).put_parsed([(sha, fps.parser, partial.to_json())])
+    report = _run(corpus, settings)
+    row = _ledger(db)[handbook.name]
+    assert (row["status"], row["error_category"]) == ("indexed", "partial")
+    assert "pages not read: 2" in row["error_message"]
+    assert report["partial"] == 1 and report["failed"] == 0
+    assert_nothing_lost(settings, corpus)
