@@ -49,15 +49,19 @@ def write_pdf(path: Path, pages: list[list[tuple[int, str]]]) -> Path:
     return path
 
 
-def long_report(path: Path, n_pages: int) -> Path:
-    """A report of ``n_pages`` pages: a chapter heading every 50 pages, numbered lines."""
+def long_report(path: Path, n_pages: int, label: str = "") -> Path:
+    """A report of ``n_pages`` pages: a chapter heading every 50 pages, numbered lines
+    (``label`` makes reports of the same length differ)."""
     pages = []
     for p in range(1, n_pages + 1):
         lines: list[tuple[int, str]] = []
         if p % 50 == 1:
             lines.append((18, f"Chapter {p // 50 + 1}"))
         lines += [
-            (10, f"Page {p} line {k}: inspection record {p * 100 + k} of the turbine fleet.")
+            (
+                10,
+                f"Page {p} line {k}: inspection record {p * 100 + k} of the turbine fleet {label}.",
+            )
             for k in range(1, 6)
         ]
         pages.append(lines)
