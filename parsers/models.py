@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 #    missing_pages, office parts with a DTD refused.
 # 3: docling's layout-model PDF path ("docling-layout"); PPTX charts keep X values,
 #    bubble sizes, multi-level categories, axis and cell-linked titles.
-PARSER_VERSION = "3"
+# 4: YAML front matter of Markdown files read into metadata (and out of the text).
+PARSER_VERSION = "4"
 
 
 @dataclass(frozen=True, slots=True)

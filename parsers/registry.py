@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -42,6 +44,27 @@ def _image_document(path: Path) -> DoclingDocument:
     with Image.open(path) as img:
         size = (float(img.width), float(img.height))
     return lines_to_document(ocr_image_file(path), {1: size}, path.stem, [])
+
+
+def _front_matter(path: Path) -> tuple[dict[str, object], str] | None:
+    """YAML front matter of a Markdown file (``---`` ... ``---`` at the top) and the rest.
+
+    None when there is none or it is not a YAML mapping (then the file is parsed as is).
+    """
+    import yaml
+
+    text = path.read_text(encoding="utf-8", errors="replace")
+    match = re.match(r"\A---[ \t]*\r?\n(.*?)\r?\n(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", text, re.S)
+    if match is None:
+        return None
+    try:
+        meta = yaml.safe_load(match.group(1))
+    except yaml.YAMLError:
+        return None
+    if not isinstance(meta, dict):
+        return None
+    # Dates and other YAML-typed values are kept as their ISO text (metadata is JSON).
+    return json.loads(json.dumps(meta, default=str)), text[match.end() :]
 
 
 def _title(doc: DoclingDocument, fallback: str) -> str:
@@ -156,6 +179,13 @@ def parse_file(
         doc, parser = _image_document(path), "ocr"
     elif fmt in PRIMARY_FORMATS:
         doc, parser, warnings, extra = _unstructured_primary(path, fmt)
+    elif fmt == "md" and (front := _front_matter(path)) is not None:
+        meta, body = front
+        with tempfile.TemporaryDirectory(prefix="corpusflow-md-") as tmp:
+            stripped = Path(tmp) / path.name
+            stripped.write_text(body, encoding="utf-8")
+            doc, parser, warnings, partial, extra = _docling_or_fallback(stripped, fmt)
+        extra = {**meta, **extra}
     else:
         doc, parser, warnings, partial, extra = _docling_or_fallback(path, fmt)
     markdown = doc.export_to_markdown()
@@ -166,7 +196,7 @@ def parse_file(
     return ParsedDocument(
         markdown=markdown,
         docling_json=json.dumps(doc.export_to_dict(), ensure_ascii=False),
-        title=_title(doc, path.stem),
+        title=str(extra.get("title") or _title(doc, path.stem)),
         format=fmt,
         page_count=max(page_count, len(doc.pages), 1),
         parser=parser,

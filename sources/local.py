@@ -22,9 +22,11 @@ _SKIP_NAMES = re.compile(
 )
 
 
-# A file ``X.meta.json`` beside ``X`` holds X's metadata (any JSON object; the key
+# A file ``X.meta.json`` (or, in local folders, ``X.meta.yaml`` / ``X.meta.yml``) beside
+# ``X`` holds X's metadata (an object: title, tags, department, effective date, ...; the key
 # "acl" lists the groups allowed to read it). It is part of X's version, not a document.
 SIDECAR_SUFFIX = ".meta.json"
+SIDECAR_SUFFIXES = (SIDECAR_SUFFIX, ".meta.yaml", ".meta.yml")
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,14 +96,23 @@ def combine_digests(document: str, sidecar: str | None) -> str:
     return hashlib.sha256(f"{document}:{sidecar}".encode()).hexdigest()
 
 
-def parse_sidecar(raw: bytes | str) -> dict[str, Any]:
-    """A sidecar's metadata; a malformed one is the document's (terminal) error."""
+def parse_sidecar(raw: bytes | str, name: str = SIDECAR_SUFFIX) -> dict[str, Any]:
+    """A sidecar's metadata (JSON, or YAML for ``.yaml``/``.yml``); a malformed one is the
+    document's (terminal) error."""
     try:
-        data = json.loads(raw)
+        if name.endswith((".yaml", ".yml")):
+            import yaml
+
+            # Values YAML types itself (dates) are kept as their ISO text.
+            data = json.loads(json.dumps(yaml.safe_load(raw), default=str))
+        else:
+            data = json.loads(raw)
     except ValueError as exc:
         raise DocumentError(Category.CORRUPT, f"unreadable metadata sidecar: {exc}") from exc
+    except Exception as exc:  # yaml.YAMLError
+        raise DocumentError(Category.CORRUPT, f"unreadable metadata sidecar: {exc}") from exc
     if not isinstance(data, dict):
-        raise DocumentError(Category.CORRUPT, "metadata sidecar is not a JSON object")
+        raise DocumentError(Category.CORRUPT, "metadata sidecar is not an object")
     acl = data.get("acl")
     if acl is not None and (not isinstance(acl, list) or not all(isinstance(g, str) for g in acl)):
         raise DocumentError(
@@ -134,7 +145,7 @@ class LocalSource:
             return
         for entry in entries:
             name = entry.name
-            if skipped_name(name) or name.endswith(SIDECAR_SUFFIX):
+            if skipped_name(name) or name.endswith(SIDECAR_SUFFIXES):
                 continue
             path = Path(entry.path)
             if entry.is_symlink():
@@ -156,17 +167,18 @@ class LocalSource:
             if not self._wanted(rel):
                 continue
             size, mtime, sidecar = st.st_size, st.st_mtime, None
-            side = path.with_name(name + SIDECAR_SUFFIX)
-            try:
-                side_st = side.stat()
-            except OSError:
-                pass
-            else:
+            for suffix in SIDECAR_SUFFIXES:
+                side = path.with_name(name + suffix)
+                try:
+                    side_st = side.stat()
+                except OSError:
+                    continue
                 size, mtime, sidecar = (
                     size + side_st.st_size,
                     max(mtime, side_st.st_mtime),
                     str(side),
                 )
+                break
             yield SourceFile(rel, size, mtime, str(path), sidecar)
 
     @contextlib.contextmanager
@@ -189,7 +201,7 @@ class LocalSource:
             raw = Path(f.sidecar).read_bytes()
         except OSError as exc:
             raise DocumentError(Category.CORRUPT, f"unreadable metadata sidecar: {exc}") from exc
-        return parse_sidecar(raw)
+        return parse_sidecar(raw, f.sidecar)
 
 
 def _sha256_file(location: str) -> str:

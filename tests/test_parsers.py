@@ -211,3 +211,41 @@ def test_failed_page_makes_document_partial(
     old = json.loads(doc.to_json())
     del old["missing_pages"]
     assert ParsedDocument.from_json(json.dumps(old)).missing_pages == ()
+
+
+def test_markdown_front_matter_becomes_metadata(tmp_path: Path) -> None:
+    doc = tmp_path / "policy.md"
+    doc.write_text(
+        "---\ntitle: Remote Work Policy\ntags: [hr, remote]\ndepartment: People\n"
+        "effective_date: 2026-01-15\nacl: [hr]\n---\n# Eligibility\n\nAll staff after probation.\n"
+    )
+    parsed = parse_file(doc, ParseSettings())
+    assert parsed.title == "Remote Work Policy"
+    assert parsed.metadata["tags"] == ["hr", "remote"]
+    assert parsed.metadata["department"] == "People"
+    assert parsed.metadata["effective_date"] == "2026-01-15"
+    assert parsed.metadata["acl"] == ["hr"]
+    assert "department:" not in parsed.markdown and "Eligibility" in parsed.markdown
+
+
+def test_yaml_sidecar_is_read_and_not_listed(tmp_path: Path) -> None:
+    from corpusflow.settings import SourceSettings
+    from sources import LocalSource
+
+    (tmp_path / "memo.md").write_text("# Memo\n\nQuarterly numbers.\n")
+    (tmp_path / "memo.md.meta.yaml").write_text(
+        "title: Q3 memo\ndepartment: Finance\neffective_date: 2026-10-01\nacl: [finance]\n"
+    )
+    source = LocalSource(tmp_path, SourceSettings())
+    (f,) = list(source.list())
+    assert f.rel_path == "memo.md" and f.sidecar is not None
+    meta = source.metadata(f)
+    assert meta == {
+        "title": "Q3 memo",
+        "department": "Finance",
+        "effective_date": "2026-10-01",
+        "acl": ["finance"],
+    }
+    before = source.content_hash(f)
+    (tmp_path / "memo.md.meta.yaml").write_text("acl: [finance, board]\n")
+    assert source.content_hash(next(iter(source.list()))) != before  # metadata is part of it
