@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from chunking import ChunkSet, chunker_fingerprint
-from chunking.models import Contextualizer
+from chunking.models import Chunk, Contextualizer, Parent
 from corpusflow.errors import (
     TERMINAL_CATEGORIES,
     Category,
@@ -46,8 +46,12 @@ class Fingerprints:
 
     @classmethod
     def of(cls, settings: Settings, spec: ModelSpec) -> Fingerprints:
+        from embedding import tokenizer_fingerprint
+
         max_tokens = chunk_max_tokens(settings, spec)
-        identity = spec.model_id + spec.revision
+        # Chunks depend on the tokenizer, not the weights: an upgrade that keeps the
+        # tokenizer (a fine-tuned model) can reuse the active table's chunks.
+        identity = tokenizer_fingerprint(spec.path)
         if settings.chunk.contextual == "llm":
             identity += f"|llm:{settings.llm.model}:{settings.llm.prompt_version}"
         return cls(
@@ -180,6 +184,119 @@ def plan_changes(
                 f"is the source {source.root} mounted? Re-run with --force-delete if intended."
             )
     return plan
+
+
+_REUSED_CHUNK_COLUMNS = [
+    "chunk_id",
+    "doc_id",
+    "parent_id",
+    "position",
+    "text",
+    "context",
+    "heading_path",
+    "page_numbers",
+    "n_tokens",
+]
+
+
+def reuse_active_chunks(
+    work: Sequence[WorkItem],
+    store: Store,
+    fps: Fingerprints,
+    settings: Settings,
+    group: int = 256,
+) -> tuple[list[WorkItem], Iterator[Processed | WorkItem]]:
+    """Split ``work`` for a table being built beside the active one: documents whose
+    active chunks were cut from the same bytes with the same chunker (same tokenizer and
+    chunk settings) are taken from the active table, with no parse-cache read and no
+    chunking; the rest are returned to be parsed and chunked.
+
+    Returns (items still to process, a stream of reused documents; an item the active
+    table turns out not to hold whole comes back as a WorkItem, to be processed).
+    """
+    active = store.active()
+    if active is None or active["chunk_table"] == store.chunk_table_name(fps.table_suffix):
+        return list(work), iter(())
+    ledger = store.ledger(store.suffix_of(active["chunk_table"]))
+    reusable: list[tuple[WorkItem, dict[str, Any]]] = []
+    rest: list[WorkItem] = []
+    for item in work:
+        row = ledger.get(item.file.doc_id)
+        f = item.file
+        same_bytes = (
+            row is not None
+            and row["status"] == "indexed"
+            and row["chunker_fingerprint"] == fps.chunker
+            and bool(row["content_sha256"])
+            and (
+                item.sha256 == row["content_sha256"]
+                if item.sha256
+                else settings.source.hash_shortcut
+                and row["size"] == f.size
+                and (
+                    row["etag"] == f.etag if f.etag and row.get("etag") else row["mtime"] == f.mtime
+                )
+            )
+        )
+        if same_bytes and row is not None:
+            reusable.append((item, row))
+        else:
+            rest.append(item)
+
+    def stream() -> Iterator[Processed | WorkItem]:
+        for start in range(0, len(reusable), group):
+            part = reusable[start : start + group]
+            ids = [item.file.doc_id for item, _ in part]
+            chunks: dict[str, list[Chunk]] = {d: [] for d in ids}
+            for r in store.rows_of_documents(active["chunk_table"], ids, _REUSED_CHUNK_COLUMNS):
+                chunks[r["doc_id"]].append(
+                    Chunk(
+                        chunk_id=r["chunk_id"],
+                        doc_id=r["doc_id"],
+                        parent_id=r["parent_id"],
+                        position=r["position"],
+                        text=r["text"],
+                        context=r["context"],
+                        heading_path=tuple(r["heading_path"] or ()),
+                        page_numbers=tuple(r["page_numbers"] or ()),
+                        n_tokens=r["n_tokens"],
+                    )
+                )
+            parents: dict[str, list[Parent]] = {d: [] for d in ids}
+            if active["parent_table"] and store.exists(active["parent_table"]):
+                columns = ["parent_id", "doc_id", "text", "heading_path", "page_numbers"]
+                for r in store.rows_of_documents(active["parent_table"], ids, columns):
+                    parents[r["doc_id"]].append(
+                        Parent(
+                            parent_id=r["parent_id"],
+                            doc_id=r["doc_id"],
+                            text=r["text"],
+                            heading_path=tuple(r["heading_path"] or ()),
+                            page_numbers=tuple(r["page_numbers"] or ()),
+                        )
+                    )
+            for item, row in part:
+                children = sorted(chunks[item.file.doc_id], key=lambda c: c.position)
+                if len(children) != row["chunk_count"]:
+                    yield item  # the active table disagrees with its ledger: rebuild it
+                    continue
+                item.sha256 = row["content_sha256"]
+                partial = row["error_category"] == "partial"
+                parsed = ParsedDocument(
+                    markdown="",
+                    docling_json="",
+                    title=row["title"] or "",
+                    format=row["format"] or "",
+                    page_count=row["page_count"] or 0,
+                    parser=row["parser"] or "",
+                    status="partial" if partial else "success",
+                    warnings=(row["error_message"],) if partial and row["error_message"] else (),
+                    metadata=json.loads(row["metadata_json"] or "{}"),
+                )
+                chunk_set = ChunkSet(tuple(children), tuple(parents[item.file.doc_id]))
+                yield Processed(item=item, parsed=parsed, chunks=chunk_set, from_cache=True)
+
+    return rest, stream()
 
 
 @dataclass(slots=True)
@@ -429,6 +546,7 @@ class RunReport:
     deleted: int = 0
     failed: int = 0
     partial: int = 0  # indexed with content missing (ledger error_category "partial")
+    reused: int = 0  # chunks taken from the active table (same bytes, same chunker)
     parsed: int = 0  # documents actually parsed (not served by the parse cache)
     parse_cache_hits: int = 0
     chunks_written: int = 0

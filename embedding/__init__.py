@@ -9,7 +9,7 @@ the backend modules.
 
 from embedding.base import Embedder, EmbeddingError, Embeddings, ModelSpec, VectorCheckpoint
 from embedding.batching import embed_texts
-from embedding.presets import load_embedder, resolve_model
+from embedding.presets import load_embedder, resolve_model, tokenizer_fingerprint
 
 __all__ = [
     "Embedder",
@@ -20,4 +20,5 @@ __all__ = [
     "embed_texts",
     "load_embedder",
     "resolve_model",
+    "tokenizer_fingerprint",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from pathlib import Path
@@ -68,6 +69,37 @@ def _weights_revision(path: Path) -> str:
             # The head of every weights file distinguishes different weights;
             # hashing gigabytes on every run would not.
             digest.update(fh.read(8 * 1024 * 1024))
+    return digest.hexdigest()[:16]
+
+
+_TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "vocab.txt",
+    "vocab.json",
+    "merges.txt",
+    "sentencepiece.bpe.model",
+    "spiece.model",
+    "tokenizer.model",
+)
+
+
+@functools.lru_cache(maxsize=32)
+def tokenizer_fingerprint(model_path: str) -> str:
+    """What decides chunk boundaries: the tokenizer's files, not the weights. Two models
+    sharing a tokenizer (a fine-tuned upgrade) cut the same chunks."""
+    digest = hashlib.sha256()
+    found = False
+    for name in _TOKENIZER_FILES:
+        file = Path(model_path) / name
+        if file.is_file():
+            found = True
+            digest.update(name.encode())
+            digest.update(file.read_bytes())
+    if not found:  # no recognisable tokenizer files: fall back to the whole model's identity
+        digest.update(_weights_revision(Path(model_path)).encode())
     return digest.hexdigest()[:16]
 
 

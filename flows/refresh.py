@@ -41,6 +41,7 @@ from corpusflow.pipeline import (
     plan_changes,
     record_deletions,
     record_failures,
+    reuse_active_chunks,
     write_batch,
 )
 from corpusflow.settings import Settings
@@ -244,8 +245,9 @@ def _refresh(
             if settings.run.task_runner == "dask":
                 runner = stack.enter_context(dask_task_runner(settings.run))
                 recipe = RemoteKit(settings.model_dump_json(), spec)
-                futures = [
-                    runner.submit(
+
+                def submit(w: WorkItem) -> Any:
+                    return runner.submit(
                         parse_task,
                         parameters={
                             "item": w,
@@ -255,8 +257,6 @@ def _refresh(
                             "kit": recipe,
                         },
                     )
-                    for w in plan.work
-                ]
             else:
                 with timer.time("load_tokenizer"):
                     kit = StageKit(
@@ -265,11 +265,40 @@ def _refresh(
                         tokenizer=embedder.tokenizer(),
                         contextualizer=make_contextualizer(settings, store),
                     )
-                futures = [parse_task.submit(w, src, settings, fps, kit) for w in plan.work]
+
+                def submit(w: WorkItem) -> Any:
+                    return parse_task.submit(w, src, settings, fps, kit)
+
             batch: list[Processed] = []
             batch_no = 0
+
+            def add(done: Processed) -> None:
+                nonlocal batch, batch_no
+                batch.append(done)
+                if done.parsed.status == "partial":
+                    report.partial += 1
+                if len(batch) >= settings.storage.write_batch_docs:
+                    batch_no += 1
+                    report.chunks_written += _write(
+                        batch_no, batch, store, embedder, settings, fps, progress, failures, timer
+                    )
+                    batch = []
+
             parse_start = time.perf_counter()
-            for i, item in enumerate(plan.work):
+            with timer.time("plan_reuse"):
+                items, reused = reuse_active_chunks(plan.work, store, fps, settings)
+            futures: list[Any] = [submit(w) for w in items]
+            # A table built beside the active one first takes the active table's chunks of
+            # documents cut the same way (same bytes, tokenizer and chunk settings).
+            for got in reused:
+                if isinstance(got, WorkItem):
+                    items.append(got)
+                    futures.append(submit(got))
+                    continue
+                progress.advance("parse")
+                report.reused += 1
+                add(got)
+            for i, item in enumerate(items):
                 result = futures[i].result(raise_on_failure=False)
                 # Drop the future once consumed: it holds the parsed document and its
                 # chunks, and a large run must not keep every document in memory.
@@ -288,19 +317,11 @@ def _refresh(
                         )
                     )
                     continue
-                batch.append(result)
-                if result.parsed.status == "partial":
-                    report.partial += 1
                 if result.from_cache:
                     report.parse_cache_hits += 1
                 else:
                     report.parsed += 1
-                if len(batch) >= settings.storage.write_batch_docs:
-                    batch_no += 1
-                    report.chunks_written += _write(
-                        batch_no, batch, store, embedder, settings, fps, progress, failures, timer
-                    )
-                    batch = []
+                add(result)
             if batch:
                 batch_no += 1
                 report.chunks_written += _write(

@@ -107,6 +107,15 @@ class Store:
             query = query.where(where)
         return query.limit(max(int(table.count_rows()), 1)).to_arrow().select(list(columns))
 
+    def rows_of_documents(
+        self, name: str, doc_ids: Sequence[str], columns: Sequence[str]
+    ) -> list[dict[str, Any]]:
+        """The rows of ``doc_ids`` in table ``name`` (selected columns)."""
+        out: list[dict[str, Any]] = []
+        for part in _batches(list(doc_ids)):
+            out.extend(self.read_columns(name, columns, sql_in("doc_id", part)).to_pylist())
+        return out
+
     def table_names(self) -> list[str]:
         names: list[str] = []
         token = None

@@ -141,3 +141,30 @@ def test_indexes_and_maintenance_keep_tagged_versions(small_corpus: Path, tmp_pa
     assert ensure_indexes(store, first["chunk_table"], settings.storage) == {
         "optimize": "indexes updated"
     }
+
+
+def test_upgrade_with_the_same_tokenizer_reuses_the_active_chunks(
+    small_corpus: Path, tmp_path: Path, tiny_bgem3: Path
+) -> None:
+    """A fine-tuned upgrade (same tokenizer, other weights) rebuilds every vector but
+    takes the chunks from the active table: no parse-cache read, no chunking."""
+    from tests.helpers.tiny_models import retrained_copy
+
+    db = tmp_path / "db"
+    first = refresh_flow(str(small_corpus), _settings(db, str(tiny_bgem3)).model_dump_json())
+    tuned = retrained_copy(tiny_bgem3, tmp_path / "tuned", seed=11)
+    rebuilt = reindex_flow(str(small_corpus), _settings(db, str(tuned)).model_dump_json())
+    assert rebuilt["chunk_table"] != first["chunk_table"] and rebuilt["activated"]
+    assert (rebuilt["reused"], rebuilt["parsed"], rebuilt["parse_cache_hits"]) == (3, 0, 0)
+    store = Store(str(db), "default")
+    cols = ["chunk_id", "embed_text", "heading_path", "parent_id", "metadata_json", "vector"]
+    old = {r["chunk_id"]: r for r in store.read_columns(first["chunk_table"], cols).to_pylist()}
+    new = {r["chunk_id"]: r for r in store.read_columns(rebuilt["chunk_table"], cols).to_pylist()}
+    assert old.keys() == new.keys() and len(new) == rebuilt["chunks_written"]
+    for cid, row in new.items():
+        for key in ("embed_text", "heading_path", "parent_id", "metadata_json"):
+            assert row[key] == old[cid][key]
+        assert row["vector"] != old[cid]["vector"]  # embedded again by the new weights
+    parents = store.parent_table_name(store.suffix_of(rebuilt["chunk_table"]))
+    assert store.db.open_table(parents).count_rows() > 0
+    assert store.validate(store.suffix_of(rebuilt["chunk_table"]), len(new[cid]["vector"])) == []
