@@ -88,18 +88,35 @@ _TOKENIZER_FILES = (
 
 @functools.lru_cache(maxsize=32)
 def tokenizer_fingerprint(model_path: str) -> str:
-    """What decides chunk boundaries: the tokenizer's files, not the weights. Two models
-    sharing a tokenizer (a fine-tuned upgrade) cut the same chunks."""
+    """What decides chunk boundaries: the tokenizer, not the weights. Two models sharing
+    a tokenizer (a fine-tuned upgrade) cut the same chunks.
+
+    A fast tokenizer's ``tokenizer.json`` defines it whole (normalizer, pre-tokenizer,
+    vocabulary, added tokens); its truncation and padding defaults are left out, since
+    the chunker sets lengths itself and re-saving a model rewrites them. Without one,
+    the tokenizer files are hashed as they are.
+    """
+    root = Path(model_path)
     digest = hashlib.sha256()
+    fast = root / "tokenizer.json"
+    if fast.is_file():
+        try:
+            spec = json.loads(fast.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            spec = None
+        if isinstance(spec, dict):
+            spec = {k: v for k, v in spec.items() if k not in ("truncation", "padding")}
+            digest.update(json.dumps(spec, sort_keys=True).encode())
+            return digest.hexdigest()[:16]
     found = False
     for name in _TOKENIZER_FILES:
-        file = Path(model_path) / name
+        file = root / name
         if file.is_file():
             found = True
             digest.update(name.encode())
             digest.update(file.read_bytes())
     if not found:  # no recognisable tokenizer files: fall back to the whole model's identity
-        digest.update(_weights_revision(Path(model_path)).encode())
+        digest.update(_weights_revision(root).encode())
     return digest.hexdigest()[:16]
 
 
