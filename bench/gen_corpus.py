@@ -62,6 +62,8 @@ def _sentences(rng: random.Random, n: int) -> list[str]:
 
 
 def _pdf(path: Path, title: str, sections: list[tuple[str, list[str]]]) -> None:
+    from tests.helpers.pdfgen import write_pdf
+
     lines: list[tuple[int, str]] = [(18, title)]
     for heading, paras in sections:
         lines.append((14, heading))
@@ -69,33 +71,7 @@ def _pdf(path: Path, title: str, sections: list[tuple[str, list[str]]]) -> None:
             words = para.split()
             for i in range(0, len(words), 12):
                 lines.append((10, " ".join(words[i : i + 12])))
-    ops = ["BT"]
-    y = 800
-    for size, text in lines:
-        y -= size + 6
-        safe = text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
-        ops.append(f"/F1 {size} Tf 1 0 0 1 50 {y} Tm ({safe}) Tj")
-    ops.append("ET")
-    stream = "\n".join(ops).encode("latin-1")
-    objs = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 842] /Contents 4 0 R "
-        b"/Resources << /Font << /F1 5 0 R >> >> >>",
-        b"<< /Length " + str(len(stream)).encode() + b" >>\nstream\n" + stream + b"\nendstream",
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-    ]
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for i, obj in enumerate(objs, start=1):
-        offsets.append(len(out))
-        out += f"{i} 0 obj\n".encode() + obj + b"\nendobj\n"
-    xref = len(out)
-    out += f"xref\n0 {len(objs) + 1}\n0000000000 65535 f \n".encode()
-    for off in offsets:
-        out += f"{off:010d} 00000 n \n".encode()
-    out += f"trailer\n<< /Size {len(objs) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
-    path.write_bytes(bytes(out))
+    write_pdf(path, [lines])
 
 
 def _docx(path: Path, title: str, sections: list[tuple[str, list[str]]]) -> None:

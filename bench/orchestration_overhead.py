@@ -108,11 +108,9 @@ def main() -> None:
     configure_environment()
     from gen_corpus import document
 
-    sys.path.insert(0, str(REPO / "tests" / "helpers"))
-    from pdfgen import long_report
-
     from corpusflow.settings import load_settings
     from flows.refresh import refresh_flow
+    from tests.helpers.pdfgen import long_report
 
     work = Path(tempfile.mkdtemp(prefix="cf-orchestration-"))
     small = work / "small"

@@ -7,6 +7,7 @@ subclasses; the flow records the category in the ledger and in the Prefect UI.
 
 from __future__ import annotations
 
+import errno
 from enum import StrEnum
 
 
@@ -66,8 +67,6 @@ class StorageFullError(CorpusflowError):
 
 
 def is_storage_full(exc: BaseException) -> bool:
-    import errno
-
     if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return True
     return "No space left on device" in str(exc) or "Disk quota exceeded" in str(exc)

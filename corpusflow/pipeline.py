@@ -10,6 +10,7 @@ import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from dataclasses import fields as dataclass_fields
 from typing import Any
 
 from chunking import ChunkSet, chunker_fingerprint
@@ -140,13 +141,8 @@ def plan_changes(
         if not live or row is None:
             plan.work.append(WorkItem(f, "", "new"))
             continue
-        # The change hint: size + entity tag where the source and the ledger both have a
-        # tag (object stores: a new tag whenever the bytes change), else size + mtime.
         etag = row.get("etag")
-        if f.etag is not None and etag is not None:
-            same_stat = row["size"] == f.size and etag == f.etag
-        else:
-            same_stat = row["size"] == f.size and row["mtime"] == f.mtime
+        same_stat = f.hint_matches(row["size"], row["mtime"], etag)
         if settings.source.hash_shortcut and same_stat and row["content_sha256"]:
             sha = row["content_sha256"]
         else:
@@ -186,17 +182,14 @@ def plan_changes(
     return plan
 
 
-_REUSED_CHUNK_COLUMNS = [
-    "chunk_id",
-    "doc_id",
-    "parent_id",
-    "position",
-    "text",
-    "context",
-    "heading_path",
-    "page_numbers",
-    "n_tokens",
-]
+# Stored columns that are exactly the fields of Chunk / Parent.
+_CHUNK_FIELDS = [f.name for f in dataclass_fields(Chunk)]
+_PARENT_FIELDS = [f.name for f in dataclass_fields(Parent)]
+
+
+def _tuple_lists(row: dict[str, Any]) -> dict[str, Any]:
+    """A stored chunk or parent row as dataclass fields (list columns become tuples)."""
+    return {**row, **{k: tuple(row[k] or ()) for k in ("heading_path", "page_numbers")}}
 
 
 def reuse_active_chunks(
@@ -218,64 +211,39 @@ def reuse_active_chunks(
     if active is None or active["chunk_table"] == store.chunk_table_name(fps.table_suffix):
         return list(work), iter(())
     ledger = store.ledger(store.suffix_of(active["chunk_table"]))
-    reusable: list[tuple[WorkItem, dict[str, Any]]] = []
+    reusable: list[WorkItem] = []
     rest: list[WorkItem] = []
     for item in work:
         row = ledger.get(item.file.doc_id)
-        f = item.file
-        same_bytes = (
-            row is not None
-            and row["status"] == "indexed"
-            and row["chunker_fingerprint"] == fps.chunker
-            and bool(row["content_sha256"])
-            and (
-                item.sha256 == row["content_sha256"]
-                if item.sha256
-                else settings.source.hash_shortcut
-                and row["size"] == f.size
-                and (
-                    row["etag"] == f.etag if f.etag and row.get("etag") else row["mtime"] == f.mtime
-                )
-            )
-        )
-        if same_bytes and row is not None:
-            reusable.append((item, row))
+        if (
+            row is None
+            or row["status"] != "indexed"
+            or row["chunker_fingerprint"] != fps.chunker
+            or not row["content_sha256"]
+        ):
+            rest.append(item)
+        elif item.sha256:  # hashed while planning: the hash decides
+            (reusable if item.sha256 == row["content_sha256"] else rest).append(item)
+        elif settings.source.hash_shortcut and item.file.hint_matches(
+            row["size"], row["mtime"], row.get("etag")
+        ):
+            reusable.append(item)
         else:
             rest.append(item)
 
     def stream() -> Iterator[Processed | WorkItem]:
         for start in range(0, len(reusable), group):
             part = reusable[start : start + group]
-            ids = [item.file.doc_id for item, _ in part]
+            ids = [item.file.doc_id for item in part]
             chunks: dict[str, list[Chunk]] = {d: [] for d in ids}
-            for r in store.rows_of_documents(active["chunk_table"], ids, _REUSED_CHUNK_COLUMNS):
-                chunks[r["doc_id"]].append(
-                    Chunk(
-                        chunk_id=r["chunk_id"],
-                        doc_id=r["doc_id"],
-                        parent_id=r["parent_id"],
-                        position=r["position"],
-                        text=r["text"],
-                        context=r["context"],
-                        heading_path=tuple(r["heading_path"] or ()),
-                        page_numbers=tuple(r["page_numbers"] or ()),
-                        n_tokens=r["n_tokens"],
-                    )
-                )
+            for r in store.rows_of_documents(active["chunk_table"], ids, _CHUNK_FIELDS):
+                chunks[r["doc_id"]].append(Chunk(**_tuple_lists(r)))
             parents: dict[str, list[Parent]] = {d: [] for d in ids}
             if active["parent_table"] and store.exists(active["parent_table"]):
-                columns = ["parent_id", "doc_id", "text", "heading_path", "page_numbers"]
-                for r in store.rows_of_documents(active["parent_table"], ids, columns):
-                    parents[r["doc_id"]].append(
-                        Parent(
-                            parent_id=r["parent_id"],
-                            doc_id=r["doc_id"],
-                            text=r["text"],
-                            heading_path=tuple(r["heading_path"] or ()),
-                            page_numbers=tuple(r["page_numbers"] or ()),
-                        )
-                    )
-            for item, row in part:
+                for r in store.rows_of_documents(active["parent_table"], ids, _PARENT_FIELDS):
+                    parents[r["doc_id"]].append(Parent(**_tuple_lists(r)))
+            for item in part:
+                row = ledger[item.file.doc_id]
                 children = sorted(chunks[item.file.doc_id], key=lambda c: c.position)
                 if len(children) != row["chunk_count"]:
                     yield item  # the active table disagrees with its ledger: rebuild it

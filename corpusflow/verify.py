@@ -128,7 +128,7 @@ def _check_source(
             if not row["error_category"]:
                 report.violations.append(f"{f.rel_path}: {row['status']} without a reason")
             continue
-        same_stat = row["size"] == f.size and row["mtime"] == f.mtime
+        same_stat = f.hint_matches(row["size"], row["mtime"], row.get("etag"))
         if rehash or not same_stat:
             try:
                 current = src.content_hash(f)

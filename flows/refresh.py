@@ -401,7 +401,7 @@ def _refresh(
 
 def _stop_if_storage_full(exc: BaseException, settings: Settings) -> None:
     """A full disk is not the document's fault: stop the run instead of failing documents."""
-    if is_storage_full(exc):
+    if is_storage_full(exc) and not isinstance(exc, StorageFullError):
         raise StorageFullError(
             f"the database at {settings.storage.db} is out of space ({exc}); batches "
             "committed so far are intact; free space and re-run to continue"

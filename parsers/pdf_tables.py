@@ -386,27 +386,23 @@ def _grid_table(
     """Place words into the grid xs × ys; missing borders merge cells into spans."""
 
     # Drop rows and columns that hold no word: spacing strips, double borders.
-    def occupied_rows(ys: list[float]) -> list[float]:
-        keep = [ys[0]]
-        for i in range(1, len(ys)):
-            lo, hi = keep[-1], ys[i]
-            has = any(lo <= w.cy < hi and xs[0] <= w.cx <= xs[-1] for w in words)
-            if has or i == len(ys) - 1:
-                keep.append(hi)
-            # else: the empty strip joins the next row
-        return keep
-
-    def occupied_cols(xs: list[float]) -> list[float]:
-        keep = [xs[0]]
-        for i in range(1, len(xs)):
-            lo, hi = keep[-1], xs[i]
-            has = any(lo <= w.cx < hi and ys[0] <= w.cy <= ys[-1] for w in words)
-            if has or i == len(xs) - 1:
+    def occupied(cuts: list[float], across: list[float], rows: bool) -> list[float]:
+        """``cuts`` without the boundaries of empty strips (an empty strip joins the next);
+        ``across`` bounds the other axis."""
+        keep = [cuts[0]]
+        for i in range(1, len(cuts)):
+            lo, hi = keep[-1], cuts[i]
+            has = any(
+                lo <= (w.cy if rows else w.cx) < hi
+                and across[0] <= (w.cx if rows else w.cy) <= across[-1]
+                for w in words
+            )
+            if has or i == len(cuts) - 1:
                 keep.append(hi)
         return keep
 
-    ys = occupied_rows(ys)
-    xs = occupied_cols(xs)
+    ys = occupied(ys, xs, rows=True)
+    xs = occupied(xs, ys, rows=False)
     n_rows, n_cols = len(ys) - 1, len(xs) - 1
     if n_rows < 2 or n_cols < 2:
         return None

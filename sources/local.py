@@ -44,6 +44,13 @@ class SourceFile:
     def doc_id(self) -> str:
         return doc_id_for(self.rel_path)
 
+    def hint_matches(self, size: int | None, mtime: float | None, etag: str | None) -> bool:
+        """Whether a recorded change hint still holds: size + entity tag where both sides
+        have a tag (object stores: a new tag whenever the bytes change), else size + mtime."""
+        if self.etag is not None and etag is not None:
+            return size == self.size and etag == self.etag
+        return size == self.size and mtime == self.mtime
+
 
 def doc_id_for(rel_path: str) -> str:
     return hashlib.sha256(rel_path.encode()).hexdigest()[:32]

@@ -204,11 +204,6 @@ class Store:
         """items: (sha256, parser fingerprint, ParsedDocument JSON)."""
         if not items:
             return
-        with self._write_lock:
-            self._put_parsed(items)
-
-    def _put_parsed(self, items: Sequence[tuple[str, str, str]]) -> None:
-        table = self._open_or_create(self.name("parse_cache"), PARSE_CACHE_SCHEMA)
         data = pa.Table.from_pylist(
             [
                 {
@@ -222,7 +217,9 @@ class Store:
             ],
             schema=PARSE_CACHE_SCHEMA,
         )
-        table.merge_insert("cache_key").when_not_matched_insert_all().execute(data)
+        with self._write_lock:
+            table = self._open_or_create(self.name("parse_cache"), PARSE_CACHE_SCHEMA)
+            table.merge_insert("cache_key").when_not_matched_insert_all().execute(data)
 
     # -- context cache ------------------------------------------------------------
     def get_contexts(self, keys: Sequence[str]) -> dict[str, str]:

@@ -21,6 +21,7 @@ from corpusflow.settings import Settings, SourceSettings, load_settings
 from sources import LocalSource, open_source
 from sources.objectstore import ObjectStoreSource
 from storage import LeaseHeldError, Store, write_lease
+from tests.helpers.invariants import assert_nothing_lost
 
 BUCKET = "corpus"
 # Three sample documents and a small Markdown note with an ACL sidecar.
@@ -158,29 +159,6 @@ def _run(source: str, settings: Settings) -> dict[str, Any]:
     return refresh_flow(source, settings.model_dump_json())
 
 
-def _invariant(settings: Settings, live_paths: set[str]) -> dict[str, dict[str, Any]]:
-    """Every listed object once in the ledger, chunk rows matching chunk counts, no dup ids."""
-    store = Store.from_settings(settings.storage)
-    active = store.active()
-    assert active is not None
-    ledger = store.ledger(store.suffix_of(active["chunk_table"]))
-    live = {r["path"]: r for r in ledger.values() if r["status"] != "deleted"}
-    assert set(live) == live_paths
-    table = store.read_columns(active["chunk_table"], ["chunk_id", "doc_id"])
-    ids = table.column("chunk_id").to_pylist()
-    assert len(ids) == len(set(ids))
-    counts: dict[str, int] = {}
-    for d in table.column("doc_id").to_pylist():
-        counts[d] = counts.get(d, 0) + 1
-    for row in live.values():
-        if row["status"] == "indexed":
-            assert counts.get(row["doc_id"], 0) == row["chunk_count"] > 0, row["path"]
-        else:
-            assert row["error_category"] and counts.get(row["doc_id"], 0) == 0
-    assert set(counts) <= {r["doc_id"] for r in live.values()}
-    return live
-
-
 def _acl_of(settings: Settings, path: str) -> list[list[str] | None]:
     store = Store.from_settings(settings.storage)
     active = store.active()
@@ -198,7 +176,8 @@ def _scenario(s3: S3, prefix: str, settings: Settings, samples_dir: Path) -> Non
 
     first = _run(source, settings)
     assert (first["new"], first["failed"], first["unchanged"]) == (4, 0, 0)
-    live = _invariant(settings, docs)
+    live = assert_nothing_lost(settings, source)
+    assert set(live) == docs
     assert {r["status"] for r in live.values()} == {"indexed"}
     assert _acl_of(settings, "notes.md") and all(
         acl == ["engineering"] for acl in _acl_of(settings, "notes.md")
@@ -238,7 +217,8 @@ def _scenario(s3: S3, prefix: str, settings: Settings, samples_dir: Path) -> Non
     assert third["failures"][0]["category"] == "corrupt"
     # The re-uploaded identical object keeps its ETag: it is not even hashed.
     assert not [p for p, _ in s3.gets(mark, prefix) if p.endswith("travel_policy.docx")]
-    live = _invariant(settings, (docs - {"onboarding.html"}) | {"broken.pdf"})
+    live = assert_nothing_lost(settings, source)
+    assert set(live) == (docs - {"onboarding.html"}) | {"broken.pdf"}
     assert {p: r["status"] for p, r in live.items()} == {
         "release_notes.md": "indexed",
         "travel_policy.docx": "indexed",

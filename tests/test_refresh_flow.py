@@ -13,6 +13,7 @@ from corpusflow.pipeline import DeletionGuardError
 from corpusflow.settings import Settings, load_settings
 from flows.refresh import refresh_flow
 from storage import Store
+from tests.helpers.invariants import assert_nothing_lost
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
 
@@ -27,38 +28,13 @@ def _run(corpus: Path, settings: Settings, **kw: Any) -> dict[str, Any]:
     return refresh_flow(str(corpus), settings.model_dump_json(), **kw)
 
 
-def _invariant(db: Path, corpus: Path, settings: Settings) -> None:
-    """Nothing lost: every file once in the ledger, chunk counts match rows, no dup ids."""
-    store = Store(str(db), settings.storage.collection)
-    active = store.active()
-    assert active is not None
-    ledger = store.ledger(store.suffix_of(active["chunk_table"]))
-    live = {r["path"]: r for r in ledger.values() if r["status"] != "deleted"}
-    files = {p.relative_to(corpus).as_posix() for p in corpus.rglob("*") if p.is_file()}
-    assert set(live) == files
-    active = store.active()
-    assert active is not None
-    table = store.read_columns(active["chunk_table"], ["chunk_id", "doc_id"])
-    ids = table.column("chunk_id").to_pylist()
-    assert len(ids) == len(set(ids))
-    counts: dict[str, int] = {}
-    for d in table.column("doc_id").to_pylist():
-        counts[d] = counts.get(d, 0) + 1
-    for row in live.values():
-        if row["status"] == "indexed":
-            assert counts.get(row["doc_id"], 0) == row["chunk_count"] > 0, row["path"]
-        else:
-            assert row["error_category"] and counts.get(row["doc_id"], 0) == 0
-    assert set(counts) <= {r["doc_id"] for r in live.values()}
-
-
 def test_refresh_end_to_end(corpus: Path, tmp_path: Path) -> None:
     db = tmp_path / "db"
     settings = _settings(db)
     first = _run(corpus, settings)
     assert (first["new"], first["failed"], first["unchanged"]) == (7, 0, 0)
     assert first["chunks_written"] > 7
-    _invariant(db, corpus, settings)
+    assert_nothing_lost(settings, str(corpus))
 
     # The table is plain Lance: readable with lancedb alone, with the documented schema.
     ldb = lancedb.connect(str(db))
@@ -112,7 +88,7 @@ def test_refresh_end_to_end(corpus: Path, tmp_path: Path) -> None:
     ) == (1, 1, 1, 1, 5)
     assert third["failures"][0]["path"] == "broken.pdf"
     assert third["failures"][0]["category"] == "corrupt"
-    _invariant(db, corpus, settings)
+    assert_nothing_lost(settings, str(corpus))
     hits = search("blade pitch in degrees", settings, k=1)
     assert hits[0]["path"] == "release_notes.md" and "3.0" in " ".join(hits[0]["heading_path"])
     assert all(h["path"] != "onboarding.html" for h in search("badge reception", settings, k=10))

@@ -22,12 +22,12 @@ import pytest
 from corpusflow.errors import ConfigurationError, StorageFullError
 from corpusflow.pipeline import DeletionGuardError
 from corpusflow.settings import EmbedSettings, Settings, load_settings
-from corpusflow.verify import nothing_lost
 from embedding import resolve_model
 from flows.maintenance import maintain_flow
 from flows.refresh import refresh_flow
 from sources import LocalSource
 from storage import Store
+from tests.helpers.invariants import assert_nothing_lost
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
 
@@ -44,12 +44,6 @@ def _settings(db: Path, **sections: dict[str, Any]) -> Settings:
 
 def _run(corpus: Path, settings: Settings, **kw: Any) -> dict[str, Any]:
     return refresh_flow(str(corpus), settings.model_dump_json(), **kw)
-
-
-def assert_nothing_lost(settings: Settings, corpus: Path) -> None:
-    report = nothing_lost(settings, str(corpus))
-    assert report.ok, report.violations
-    assert not report.pending, report.pending
 
 
 def _ledger(db: Path) -> dict[str, dict[str, Any]]:
@@ -122,7 +116,7 @@ def test_sigkill_during_parsing_then_rerun(corpus: Path, tmp_path: Path) -> None
     assert report["unchanged"] == len(done)
     assert report["new"] == 7 - len(done)
     assert report["failed"] == 0
-    assert_nothing_lost(settings, corpus)
+    assert_nothing_lost(settings, str(corpus))
 
 
 # 3 ---------------------------------------------------------------------------
@@ -158,16 +152,16 @@ def test_sigkill_during_lance_commits(corpus: Path, tmp_path: Path) -> None:
         time.sleep(rng.uniform(0.3, 1.5))
         _sigkill(proc)
     # The table opens, reads whole, and agrees with the ledger.
-    assert_nothing_lost(settings, corpus)
+    assert_nothing_lost(settings, str(corpus))
     before = _data_files(db)
     maintain_flow(settings.model_dump_json())
     after = _data_files(db)
     assert after < before, (before, after)  # old versions and killed writers' files are gone
-    assert_nothing_lost(settings, corpus)
+    assert_nothing_lost(settings, str(corpus))
     # and the next refresh writes normally
     (corpus / "release_notes.md").write_text("# Notes\n\nFirmware 5 adds yaw logging.\n")
     assert _run(corpus, settings)["changed"] == 1
-    assert_nothing_lost(settings, corpus)
+    assert_nothing_lost(settings, str(corpus))
 
 
 # 4 ---------------------------------------------------------------------------
@@ -203,7 +197,7 @@ def test_crash_after_chunk_commit_before_ledger(corpus: Path, tmp_path: Path) ->
     settings = _settings(db)
     report = _run(corpus, settings)
     assert report["new"] == 7 and report["failed"] == 0
-    assert_nothing_lost(settings, corpus)  # no duplicate or orphan rows remain
+    assert_nothing_lost(settings, str(corpus))  # no duplicate or orphan rows remain
 
 
 # 5 ---------------------------------------------------------------------------
@@ -216,7 +210,7 @@ def test_two_refreshes_at_once(corpus: Path, tmp_path: Path) -> None:
     assert codes == [0, 1], outs
     loser = outs[[p.returncode for p in procs].index(1)]
     assert "being written by another run" in loser
-    assert_nothing_lost(_settings(db), corpus)
+    assert_nothing_lost(_settings(db), str(corpus))
 
 
 # 6, 8 -------------------------------------------------------------------------
@@ -315,7 +309,7 @@ def test_bad_and_hostile_inputs(corpus: Path, tmp_path: Path) -> None:
     assert not any(canary in t for t in cache.to_pylist())
     assert not any("lollollol" * 100 in (t or "") for t in texts.column("text").to_pylist())
     assert rss_growth_mb < 1024, f"parent grew by {rss_growth_mb:.0f} MiB"
-    assert_nothing_lost(settings, corpus)
+    assert_nothing_lost(settings, str(corpus))
 
 
 # 7 (flow level; the pool-level hang/crash/OOM tests are in tests/test_parsers.py) --
@@ -326,7 +320,7 @@ def test_parser_timeout_fails_only_that_document(corpus: Path, tmp_path: Path) -
     ledger = _ledger(db)
     assert ledger["scanned_incident_report.pdf"]["error_category"] == "timeout"
     assert report["failed"] == 1 and len(_indexed(db)) == 6
-    assert_nothing_lost(settings, corpus)
+    assert_nothing_lost(settings, str(corpus))
 
 
 # 9 ---------------------------------------------------------------------------
@@ -362,7 +356,7 @@ def test_file_changed_or_deleted_while_parsed(
     again = _run(corpus, settings)
     assert again["retried"] == 1 and again["deleted"] == 1
     assert _ledger(db)["release_notes.md"]["status"] == "indexed"
-    assert_nothing_lost(settings, corpus)
+    assert_nothing_lost(settings, str(corpus))
 
 
 # 10 --------------------------------------------------------------------------
@@ -394,7 +388,7 @@ def test_missing_or_emptied_source_never_wipes_the_index(corpus: Path, tmp_path:
         _run(corpus, settings)
     corpus.rmdir()
     hidden.rename(corpus)
-    assert_nothing_lost(settings, corpus)
+    assert_nothing_lost(settings, str(corpus))
 
 
 # 13 --------------------------------------------------------------------------
@@ -427,7 +421,7 @@ def test_transient_embedder_errors_retried_persistent_ones_isolated(
     assert ledger["poison.md"]["status"] == "failed"
     assert ledger["poison.md"]["error_category"] == "embedding"
     assert report["failed"] == 1 and len(_indexed(db)) == 7  # only the affected document
-    assert_nothing_lost(settings, corpus)
+    assert_nothing_lost(settings, str(corpus))
 
 
 # 14 --------------------------------------------------------------------------
@@ -487,7 +481,7 @@ def test_disk_full_during_a_write(
     assert {r["status"] for r in _ledger(db).values()} == {"indexed"}
     report = _run(corpus, settings)
     assert report["failed"] == 0 and len(_indexed(db)) == 7
-    assert_nothing_lost(settings, corpus)
+    assert_nothing_lost(settings, str(corpus))
 
 
 def test_verify_command_reports_violations(corpus: Path, tmp_path: Path) -> None:
@@ -522,7 +516,7 @@ def test_thousand_page_pdf_is_complete_or_refused(tmp_path: Path) -> None:
     assert (row["status"], row["error_category"]) == ("failed", "too_large")
     assert "1200 pages" in row["error_message"]
     assert report["failed"] == 1 and _indexed(db) == {"release_notes.md"}
-    assert_nothing_lost(limited, corpus)
+    assert_nothing_lost(limited, str(corpus))
     # Within the limits: every page is indexed, nothing marked missing.
     db2 = tmp_path / "db2"
     settings = _settings(db2, parse={"timeout_s": 900})
@@ -537,7 +531,7 @@ def test_thousand_page_pdf_is_complete_or_refused(tmp_path: Path) -> None:
     ).column("page_numbers")
     assert {p for ps in pages.to_pylist() for p in ps} == set(range(1, 1201))
     assert rss_growth_mb < 1024, f"parent grew by {rss_growth_mb:.0f} MiB"
-    assert_nothing_lost(settings, corpus)
+    assert_nothing_lost(settings, str(corpus))
 
 
 def test_partial_document_is_never_indexed_as_complete(corpus: Path, tmp_path: Path) -> None:
@@ -563,4 +557,4 @@ def test_partial_document_is_never_indexed_as_complete(corpus: Path, tmp_path: P
     assert (row["status"], row["error_category"]) == ("indexed", "partial")
     assert "pages not read: 2" in row["error_message"]
     assert report["partial"] == 1 and report["failed"] == 0
-    assert_nothing_lost(settings, corpus)
+    assert_nothing_lost(settings, str(corpus))

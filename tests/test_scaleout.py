@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from corpusflow.settings import Settings, load_settings
-from corpusflow.verify import nothing_lost
 from flows.refresh import refresh_flow
 from storage import Store
+from tests.helpers.invariants import assert_nothing_lost
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
 
@@ -54,5 +54,4 @@ def test_dask_runner_builds_the_same_tables(corpus: Path, tmp_path: Path) -> Non
         assert b[chunk_id][:3] == (doc, text, headings)
         assert b[chunk_id][3] == pytest.approx(vector, abs=1e-5)
     assert _ledger(threads_db) == _ledger(dask_db)
-    report = nothing_lost(dask_settings, str(corpus))
-    assert report.ok and not report.pending, report.violations
+    assert_nothing_lost(dask_settings, str(corpus))
