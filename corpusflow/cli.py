@@ -534,7 +534,8 @@ def verify(
     rehash: Annotated[
         bool,
         typer.Option(
-            "--rehash/--no-rehash", help="Hash every indexed file (else trust size and mtime)."
+            "--rehash/--no-rehash",
+            help="Hash every indexed file (else trust the change hint: size + mtime or ETag).",
         ),
     ] = True,
     json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
