@@ -25,6 +25,7 @@ from corpusflow.errors import (
 from corpusflow.settings import Settings
 from embedding import Embedder, ModelSpec, embed_texts
 from parsers import ParsedDocument, parser_fingerprint
+from parsers.models import ParseWarning
 from sources import Source, SourceFile, open_source
 from storage import Store
 
@@ -258,7 +259,9 @@ def reuse_active_chunks(
                     page_count=row["page_count"] or 0,
                     parser=row["parser"] or "",
                     status="partial" if partial else "success",
-                    warnings=(row["error_message"],) if partial and row["error_message"] else (),
+                    warnings=(ParseWarning("ledger", row["error_message"]),)
+                    if partial and row["error_message"]
+                    else (),
                     metadata=json.loads(row["metadata_json"] or "{}"),
                 )
                 chunk_set = ChunkSet(tuple(children), tuple(parents[item.file.doc_id]))
@@ -361,9 +364,10 @@ def ledger_row(
         category = "partial"
         missing = ", ".join(str(p) for p in parsed.missing_pages)
         message = (
-            "; ".join(([f"pages not read: {missing}"] if missing else []) + list(parsed.warnings))[
-                :2000
-            ]
+            "; ".join(
+                ([f"pages not read: {missing}"] if missing else [])
+                + [str(w) for w in parsed.warnings]
+            )[:2000]
             or "the parser returned a partial result"
         )
     return {

@@ -1,21 +1,46 @@
-"""docling backends for office, web and Markdown files (no models needed).
+"""docling's own backends for every non-PDF format it reads without models.
 
-PPTX goes through ``parsers.pptx_charts.ChartPptxBackend``: docling's PowerPoint
-backend with charts read in full.
+Office (DOCX, PPTX, XLSX), their 97-2003 forms (DOC, PPT, XLS: docling converts
+them with LibreOffice, which ``parsers.formats`` checks for first), OpenDocument
+(ODT, ODS, ODP), EPUB, HTML, CSV/TSV, AsciiDoc and LaTeX. PPTX goes through
+``parsers.pptx_charts.ChartPptxBackend``: docling's PowerPoint backend with
+charts read in full. ``conversion_result`` is the one place a docling
+``ConversionResult`` becomes a ``BackendResult`` (status -> partial or error,
+error items -> warnings); the PDF backends use it too.
 """
 
 from __future__ import annotations
 
 import functools
+import io
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from parsers.errors import Category, ParseError
+from parsers.models import BackendResult, ParseWarning
 
 if TYPE_CHECKING:
-    from docling_core.types.doc import DoclingDocument
+    from corpusflow.settings import ParseSettings
 
-_FORMATS = {"docx": "DOCX", "pptx": "PPTX", "xlsx": "XLSX", "html": "HTML", "md": "MD"}
+# Our format -> (docling InputFormat name, the extension the stream is given).
+_FORMATS = {
+    "docx": ("DOCX", ".docx"),
+    "pptx": ("PPTX", ".pptx"),
+    "xlsx": ("XLSX", ".xlsx"),
+    "doc": ("DOC", ".doc"),
+    "ppt": ("PPT", ".ppt"),
+    "xls": ("XLS", ".xls"),
+    "odt": ("ODT", ".odt"),
+    "ods": ("ODS", ".ods"),
+    "odp": ("ODP", ".odp"),
+    "epub": ("EPUB", ".epub"),
+    "html": ("HTML", ".html"),
+    "md": ("MD", ".md"),
+    "csv": ("CSV", ".csv"),
+    "tsv": ("CSV", ".csv"),
+    "asciidoc": ("ASCIIDOC", ".adoc"),
+    "latex": ("LATEX", ".tex"),
+}
 
 
 @functools.lru_cache(maxsize=1)
@@ -25,39 +50,55 @@ def get_converter() -> Any:
 
     from parsers.pptx_charts import ChartPptxBackend
 
+    # PowerPoint charts keep X values, bubble sizes, category groups and axis titles
+    # (.ppt too: docling converts it to .pptx and then runs the same backend).
+    chart_pptx = PowerpointFormatOption(backend=ChartPptxBackend)
     return DocumentConverter(
-        allowed_formats=[InputFormat[name] for name in _FORMATS.values()],
-        # PowerPoint charts keep X values, bubble sizes, category groups and axis titles.
-        format_options={InputFormat.PPTX: PowerpointFormatOption(backend=ChartPptxBackend)},
+        allowed_formats=sorted({InputFormat[name] for name, _ext in _FORMATS.values()}),
+        format_options={InputFormat.PPTX: chart_pptx, InputFormat.PPT: chart_pptx},
     )
 
 
-def convert(path: Path, fmt: str) -> tuple[DoclingDocument, list[str], bool]:
-    """Convert with docling's simple pipeline; returns (document, warnings, partial)."""
-    from docling.datamodel.base_models import ConversionStatus, InputFormat
-    from docling.datamodel.document import DocumentStream
+def conversion_result(result: Any, parser: str) -> BackendResult:
+    """A docling ConversionResult as a BackendResult; raises ParseError when it failed."""
+    from docling.datamodel.base_models import ConversionStatus
 
+    warnings = [ParseWarning(f"docling/{e.module_name}", e.error_message) for e in result.errors]
+    if result.status not in (ConversionStatus.SUCCESS, ConversionStatus.PARTIAL_SUCCESS):
+        detail = "; ".join(str(w) for w in warnings) or f"docling status {result.status.value}"
+        raise ParseError(Category.CORRUPT, detail)
+    doc = result.document
+    page_count = max(int(getattr(result.input, "page_count", 0) or 0), len(doc.pages))
+    return BackendResult(
+        doc=doc,
+        parser=parser,
+        warnings=warnings,
+        partial=result.status == ConversionStatus.PARTIAL_SUCCESS,
+        page_count=page_count,
+    )
+
+
+def convert_bytes(data: bytes, name: str, fmt: str) -> BackendResult:
+    """Convert ``data`` as format ``fmt`` (``name`` is the document's name)."""
     if fmt not in _FORMATS:
         raise ParseError(Category.UNSUPPORTED, f"docling backend does not handle {fmt}")
-    # Feed the bytes with the *detected* format's extension so a misnamed file
-    # is parsed by the right backend.
-    ext = {"md": ".md", "html": ".html"}.get(fmt, f".{fmt}")
-    stream = DocumentStream(name=f"{path.stem}{ext}", stream=_open_bytes(path))
+    from docling.datamodel.document import DocumentStream
+
+    # The stream carries the *detected* format's extension so a misnamed file
+    # reaches the right docling backend.
+    stream = DocumentStream(name=f"{name}{_FORMATS[fmt][1]}", stream=io.BytesIO(data))
     try:
         result = get_converter().convert(stream, raises_on_error=False)
     except Exception as exc:  # docling raises plain exceptions for broken input
-        raise ParseError(Category.CORRUPT, f"{type(exc).__name__}: {exc}") from exc
-    warnings = [f"{e.module_name}: {e.error_message}" for e in result.errors]
-    if result.status == ConversionStatus.SUCCESS:
-        return result.document, warnings, False
-    if result.status == ConversionStatus.PARTIAL_SUCCESS:
-        return result.document, warnings, True
-    detail = "; ".join(warnings) or f"docling status {result.status.value}"
-    _ = InputFormat  # format enum import keeps docling's registry initialised
-    raise ParseError(Category.CORRUPT, detail)
+        raise ParseError(Category.CORRUPT, f"{type(exc).__name__}: {exc}"[:2000]) from exc
+    if result.input.format is not None and result.input.format.name != _FORMATS[fmt][0]:
+        # docling sniffs content too; say when it read the file as something else.
+        out = conversion_result(result, "docling")
+        out.warn("docling", f"read as {result.input.format.value}, not {fmt}")
+        return out
+    return conversion_result(result, "docling")
 
 
-def _open_bytes(path: Path) -> Any:
-    import io
-
-    return io.BytesIO(path.read_bytes())
+def parse(path: Path, fmt: str, settings: ParseSettings) -> BackendResult:
+    """The backend entry point (see ``parsers.formats``)."""
+    return convert_bytes(path.read_bytes(), path.stem, fmt)

@@ -18,7 +18,60 @@ if TYPE_CHECKING:
 # 3: docling's layout-model PDF path ("docling-layout"); PPTX charts keep X values,
 #    bubble sizes, multi-level categories, axis and cell-linked titles.
 # 4: YAML front matter of Markdown files read into metadata (and out of the text).
-PARSER_VERSION = "4"
+# 5: one backend registry; CSV/TSV, legacy and OpenDocument office, EPUB, LaTeX,
+#    AsciiDoc, RST, Org, JSON/NDJSON, XML, YAML, WebP/HEIC; text encodings detected.
+PARSER_VERSION = "5"
+
+
+@dataclass(frozen=True, slots=True)
+class ParseWarning:
+    """A structured problem that did not stop the parse (docling's ``ErrorItem`` idea).
+
+    ``source`` names who reported it (``docling``, ``ocr``, ``pdf-tables``,
+    ``encoding``, ...); ``page`` is the 1-based page it concerns, when one does.
+    """
+
+    source: str
+    message: str
+    page: int | None = None
+
+    def __str__(self) -> str:
+        where = f"page {self.page}: " if self.page is not None else ""
+        return f"{self.source}: {where}{self.message}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "message": self.message, "page": self.page}
+
+    @classmethod
+    def from_obj(cls, obj: Any) -> ParseWarning:
+        """From its dict form, or from the plain string an older cache entry holds."""
+        if isinstance(obj, dict):
+            page = obj.get("page")
+            return cls(str(obj["source"]), str(obj["message"]), int(page) if page else None)
+        return cls("parser", str(obj))
+
+
+@dataclass(slots=True)
+class BackendResult:
+    """What every parser backend returns: one shape for all formats.
+
+    ``doc`` is the structured content; ``parser`` names the path that produced it
+    (see ``ParsedDocument.parser``); ``missing_pages`` lists 1-based pages that
+    could not be read; ``partial`` marks a backend's own partial result that no
+    page list explains; ``metadata`` is what the file says about itself (e-mail
+    headers, front matter); ``page_count`` is the source's page count when known.
+    """
+
+    doc: DoclingDocument
+    parser: str
+    warnings: list[ParseWarning] = field(default_factory=list)
+    missing_pages: list[int] = field(default_factory=list)
+    partial: bool = False
+    page_count: int = 0
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def warn(self, source: str, message: str, page: int | None = None) -> None:
+        self.warnings.append(ParseWarning(source, message, page))
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +100,7 @@ class ParsedDocument:
     page_count: int
     parser: str
     status: Literal["success", "partial"] = "success"
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[ParseWarning, ...] = ()
     metadata: dict[str, Any] = field(default_factory=dict)
     missing_pages: tuple[int, ...] = ()
 
@@ -66,7 +119,7 @@ class ParsedDocument:
                 "page_count": self.page_count,
                 "parser": self.parser,
                 "status": self.status,
-                "warnings": list(self.warnings),
+                "warnings": [w.to_dict() for w in self.warnings],
                 "metadata": self.metadata,
                 "missing_pages": list(self.missing_pages),
             }
@@ -75,7 +128,7 @@ class ParsedDocument:
     @classmethod
     def from_json(cls, text: str) -> ParsedDocument:
         data = json.loads(text)
-        data["warnings"] = tuple(data.get("warnings", ()))
+        data["warnings"] = tuple(ParseWarning.from_obj(w) for w in data.get("warnings", ()))
         data["missing_pages"] = tuple(int(p) for p in data.get("missing_pages", ()))
         return cls(**data)
 

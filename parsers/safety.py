@@ -19,38 +19,82 @@ from pathlib import Path
 
 from corpusflow.settings import ParseSettings
 from parsers.errors import Category, ParseError
+from parsers.formats import ARCHIVE_EXTENSIONS, EXTENSION_FORMATS
 
-# Formats corpusflow parses, keyed by the file extension that names them.
-EXTENSION_FORMATS = {
-    ".pdf": "pdf",
-    ".docx": "docx",
-    ".docm": "docx",
-    ".pptx": "pptx",
-    ".pptm": "pptx",
-    ".xlsx": "xlsx",
-    ".xlsm": "xlsx",
-    ".html": "html",
-    ".htm": "html",
-    ".xhtml": "html",
-    ".md": "md",
-    ".markdown": "md",
-    ".txt": "txt",
-    ".text": "txt",
-    ".eml": "eml",
-    ".msg": "msg",
-    ".rtf": "rtf",
-    ".png": "image",
-    ".jpg": "image",
-    ".jpeg": "image",
-    ".tif": "image",
-    ".tiff": "image",
-    ".bmp": "image",
-}
-OFFICE_FORMATS = {"docx", "pptx", "xlsx"}
-# The part every office container of that kind has.
+# ZIP containers by the format they hold; all of them get the bomb and DTD checks.
+ZIP_FORMATS = {"docx", "pptx", "xlsx", "odt", "ods", "odp", "epub"}
+# The part every ZIP container of that kind has.
 _OFFICE_MAIN_PART = {"docx": "word/", "pptx": "ppt/", "xlsx": "xl/"}
-_LEGACY_OFFICE = {".doc", ".ppt", ".xls", ".odt", ".ods", ".odp"}
-_TEXT_FORMATS = {"html", "md", "txt", "eml"}
+# The ``mimetype`` member of OpenDocument and EPUB containers.
+_ZIP_MIMETYPES = {
+    b"application/vnd.oasis.opendocument.text": "odt",
+    b"application/vnd.oasis.opendocument.spreadsheet": "ods",
+    b"application/vnd.oasis.opendocument.presentation": "odp",
+    b"application/epub+zip": "epub",
+}
+# OLE2 (97-2003) containers by the stream that names their kind.
+_OLE_STREAMS = (
+    ("WordDocument", "doc"),
+    ("Workbook", "xls"),
+    ("Book", "xls"),
+    ("PowerPoint Document", "ppt"),
+)
+_BINARY_FORMATS = {"pdf", "image", "heic", "msg", "rtf", "doc", "ppt", "xls", *ZIP_FORMATS}
+_HEIC_BRANDS = (b"heic", b"heix", b"hevc", b"hevx", b"heim", b"heis", b"mif1", b"msf1")
+FORMATS_HELP = "run `corpusflow formats` for the list of supported kinds"
+
+
+def _zip_format(path: Path, named: str | None, ext: str) -> str:
+    try:
+        with zipfile.ZipFile(path) as zf:
+            names = zf.namelist()
+            mimetype = zf.read("mimetype").strip() if "mimetype" in names else b""
+    except (zipfile.BadZipFile, OSError, KeyError, RuntimeError) as exc:
+        raise ParseError(Category.CORRUPT, f"broken ZIP container: {exc}") from exc
+    if mimetype in _ZIP_MIMETYPES:
+        return _ZIP_MIMETYPES[mimetype]
+    if named in _OFFICE_MAIN_PART and any(n.startswith(_OFFICE_MAIN_PART[named]) for n in names):
+        return named
+    for fmt, prefix in _OFFICE_MAIN_PART.items():
+        if any(n.startswith(prefix) for n in names):
+            return fmt
+    if named in ZIP_FORMATS:
+        raise ParseError(Category.CORRUPT, f"file named {ext} is a ZIP without {named} parts")
+    raise ParseError(
+        Category.UNSUPPORTED,
+        f"ZIP archive ({ext or 'no extension'}): ingest the folder that holds it, and its "
+        "members are indexed one by one as archive.zip/member",
+    )
+
+
+def _ole_format(path: Path, named: str | None, ext: str) -> str:
+    if named in {"msg", "doc", "ppt", "xls"}:
+        return named
+    import olefile
+
+    try:
+        with olefile.OleFileIO(str(path)) as ole:
+            streams = {"/".join(entry) for entry in ole.listdir()}
+    except OSError as exc:
+        raise ParseError(Category.CORRUPT, f"broken OLE2 container: {exc}") from exc
+    for stream, fmt in _OLE_STREAMS:
+        if stream in streams:
+            return fmt
+    if any(s.startswith("__substg1.0_") for s in streams):
+        return "msg"
+    raise ParseError(
+        Category.UNSUPPORTED, f"OLE2 file of an unknown kind ({ext or 'no extension'})"
+    )
+
+
+def _image_format(head: bytes) -> str | None:
+    if head.startswith((b"\x89PNG", b"\xff\xd8\xff", b"II*\x00", b"MM\x00*", b"BM", b"GIF8")):
+        return "image"
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "image"
+    if head[4:8] == b"ftyp" and head[8:12] in _HEIC_BRANDS:
+        return "heic"
+    return None
 
 
 def sniff_format(path: Path, head: bytes) -> str:
@@ -60,63 +104,54 @@ def sniff_format(path: Path, head: bytes) -> str:
     if head.startswith(b"%PDF-") or b"%PDF-" in head[:1024]:
         return "pdf"
     if head.startswith(b"PK\x03\x04"):
-        if named in OFFICE_FORMATS:
-            return named
-        try:
-            with zipfile.ZipFile(path) as zf:
-                names = zf.namelist()
-        except (zipfile.BadZipFile, OSError) as exc:
-            raise ParseError(Category.CORRUPT, f"broken ZIP container: {exc}") from exc
-        for fmt, prefix in _OFFICE_MAIN_PART.items():
-            if any(n.startswith(prefix) for n in names):
-                return fmt
-        raise ParseError(
-            Category.UNSUPPORTED, f"ZIP archive that is not an office document ({ext})"
-        )
-    if head.startswith((b"\x89PNG", b"\xff\xd8\xff", b"II*\x00", b"MM\x00*", b"BM")):
-        return "image"
+        return _zip_format(path, named, ext)
+    image = _image_format(head)
+    if image is not None:
+        return image
     if head.startswith(b"{\\rtf"):
         return "rtf"
     if head.startswith(b"\xd0\xcf\x11\xe0"):
-        if named == "msg":
-            return "msg"
-        raise ParseError(
-            Category.UNSUPPORTED,
-            f"legacy OLE office file ({ext or 'no extension'}); convert to DOCX/PPTX/XLSX",
-        )
-    if named in {"pdf", *OFFICE_FORMATS, "image", "msg", "rtf"}:
+        return _ole_format(path, named, ext)
+    if named in _BINARY_FORMATS:
         raise ParseError(
             Category.CORRUPT, f"file named {ext} does not contain {named.upper()} data"
         )
-    if ext in _LEGACY_OFFICE:
-        raise ParseError(Category.UNSUPPORTED, f"unsupported format {ext}")
-    if named in _TEXT_FORMATS:
-        if b"\x00" in head[:4096]:
-            raise ParseError(Category.CORRUPT, f"binary data in a {ext} file")
-        return named
-    if named is None:
-        raise ParseError(Category.UNSUPPORTED, f"unsupported file type {ext or '(no extension)'}")
-    return named
+    if named is not None:
+        return named  # a text format: parsers.textcodec decodes it, whatever its encoding
+    if ext in ARCHIVE_EXTENSIONS:
+        raise ParseError(Category.CORRUPT, f"file named {ext} is not a ZIP archive")
+    if not ext or ext in (".cfg", ".conf", ".ini", ".properties"):
+        from parsers.textcodec import decode
+
+        try:
+            decode(head, "file")
+        except ParseError:
+            pass
+        else:
+            return "txt"  # README, LICENSE, configuration files: text without a name
+    raise ParseError(
+        Category.UNSUPPORTED, f"unsupported file type {ext or '(no extension)'}; {FORMATS_HELP}"
+    )
 
 
 def check_zip(path: Path, settings: ParseSettings) -> None:
-    """Reject office containers whose members would inflate beyond the limits."""
+    """Reject ZIP containers whose members would inflate beyond the limits."""
     try:
         with zipfile.ZipFile(path) as zf:
             infos = zf.infolist()
     except (zipfile.BadZipFile, OSError) as exc:
-        raise ParseError(Category.CORRUPT, f"broken office container: {exc}") from exc
+        raise ParseError(Category.CORRUPT, f"broken ZIP container: {exc}") from exc
     if len(infos) > settings.zip_max_members:
         raise ParseError(
             Category.CORRUPT,
-            f"office container has {len(infos)} members (limit {settings.zip_max_members})",
+            f"ZIP container has {len(infos)} members (limit {settings.zip_max_members})",
         )
     total = sum(i.file_size for i in infos)
     limit = settings.zip_max_uncompressed_mb * 1024 * 1024
     if total > limit:
         raise ParseError(
             Category.CORRUPT,
-            f"office container inflates to {total / 2**20:.0f} MiB "
+            f"ZIP container inflates to {total / 2**20:.0f} MiB "
             f"(limit {settings.zip_max_uncompressed_mb} MiB): possible zip bomb",
         )
     for info in infos:
@@ -227,7 +262,7 @@ def precheck(path: Path, settings: ParseSettings) -> str:
     if size == 0:
         raise ParseError(Category.EMPTY, "zero-byte file")
     fmt = sniff_format(path, head)
-    if fmt in OFFICE_FORMATS:
+    if fmt in ZIP_FORMATS:
         check_zip(path, settings)
     elif fmt == "pdf":
         check_pdf(path, settings)

@@ -36,14 +36,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from parsers.errors import Category, ParseError
+from parsers.models import BackendResult
 
 if TYPE_CHECKING:
     from docling_core.types.doc import DoclingDocument
 
-# Formats unstructured parses as the primary backend.
-PRIMARY_FORMATS = frozenset({"eml", "msg", "rtf", "txt"})
-# docling formats unstructured can read when docling fails on a file.
-FALLBACK_FORMATS = frozenset({"docx", "pptx", "xlsx", "html"})
+    from corpusflow.settings import ParseSettings
+
 _SPACY_MODEL = "en_core_web_sm"
 _SENTENCE_END = re.compile(r"[.!?][\"')\]]*$")
 
@@ -343,3 +342,32 @@ def convert(path: Path, fmt: str) -> tuple[DoclingDocument, list[str], dict[str,
             Category.CORRUPT, f"unstructured: {type(exc).__name__}: {exc}"[:2000]
         ) from exc
     return _to_document(elements, path.stem), [], {}
+
+
+def _paragraphs(path: Path) -> DoclingDocument:
+    """Plain text as paragraphs split at blank lines: the reading every text file has."""
+    from docling_core.types.doc import DocItemLabel, DoclingDocument
+
+    text = path.read_text(encoding="utf-8", errors="replace")
+    doc = DoclingDocument(name=path.stem)
+    for para in (p.strip() for p in text.replace("\r\n", "\n").split("\n\n")):
+        if para:
+            doc.add_text(label=DocItemLabel.TEXT, text=" ".join(para.split()))
+    return doc
+
+
+def parse(path: Path, fmt: str, settings: ParseSettings) -> BackendResult:
+    """The backend entry point (see ``parsers.formats``): e-mail, RTF, plain text,
+    and docling's formats when docling rejected a file (``parser`` then says so)."""
+    try:
+        doc, warnings, meta = convert(path, fmt)
+    except ParseError as exc:
+        if fmt != "txt" or exc.category != Category.CORRUPT:
+            raise
+        result = BackendResult(doc=_paragraphs(path), parser="text")
+        result.warn("unstructured", exc.message)
+        return result
+    result = BackendResult(doc=doc, parser="unstructured", metadata=meta)
+    for w in warnings:
+        result.warn("unstructured", w)
+    return result

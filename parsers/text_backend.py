@@ -1,0 +1,372 @@
+"""Plain-text families as Markdown that keeps their structure, read by docling's MD backend.
+
+- Markdown: YAML front matter goes to metadata (and out of the text).
+- reStructuredText: underlined (and overlined) section titles become headings,
+  levels in order of first appearance as in docutils; directives keep their text.
+- Org: ``*`` outline headings, ``#+TITLE``, tables and source blocks.
+- JSON, NDJSON/JSON lines, YAML: nested keys become headings, scalar fields
+  ``key: value`` items, a list of flat records a table (so it is linearised
+  row by row like any other table).
+- XML: elements with children become headings (tag, plus an id/name/title
+  attribute), leaf elements ``tag: text`` items. Parsed with entity expansion,
+  DTD loading and network access off.
+
+The registry hands these backends a UTF-8 file (``parsers.textcodec`` decoded it).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from parsers.errors import Category, ParseError
+from parsers.models import BackendResult
+
+if TYPE_CHECKING:
+    from corpusflow.settings import ParseSettings
+
+_MAX_LEVEL = 6
+
+
+def parse(path: Path, fmt: str, settings: ParseSettings) -> BackendResult:
+    text = path.read_text(encoding="utf-8", errors="replace")
+    meta: dict[str, Any] = {}
+    warnings: list[str] = []
+    if fmt == "md":
+        front = front_matter(text)
+        if front is not None:
+            meta, text = front
+        markdown = text
+    elif fmt == "rst":
+        markdown = rst_to_markdown(text)
+    elif fmt == "org":
+        markdown, title = org_to_markdown(text)
+        if title:
+            meta["title"] = title
+    elif fmt in ("json", "yaml"):
+        markdown = _structured_to_markdown(_load(text, fmt), path.stem)
+    elif fmt == "ndjson":
+        records, warnings = _ndjson(text)
+        markdown = _structured_to_markdown(records, path.stem)
+    elif fmt == "xml":
+        markdown = xml_to_markdown(path.read_bytes())
+    else:
+        raise ParseError(Category.UNSUPPORTED, f"text backend does not handle {fmt}")
+    from parsers.docling_backend import convert_bytes
+
+    result = convert_bytes(markdown.encode("utf-8"), path.stem, "md")
+    result.parser = "docling" if fmt == "md" else f"text-{fmt}"
+    result.metadata.update(meta)
+    for w in warnings:
+        result.warn(fmt, w)
+    return result
+
+
+# -- Markdown --------------------------------------------------------------------------
+
+_FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S)
+
+
+def front_matter(text: str) -> tuple[dict[str, Any], str] | None:
+    """YAML front matter of Markdown (``---`` ... ``---`` at the top) and the rest.
+
+    None when there is none or it is not a YAML mapping (then the text is kept as is).
+    """
+    import yaml
+
+    match = _FRONT.match(text)
+    if match is None:
+        return None
+    try:
+        meta = yaml.safe_load(match.group(1))
+    except yaml.YAMLError:
+        return None
+    if not isinstance(meta, dict):
+        return None
+    # Dates and other YAML-typed values are kept as their ISO text (metadata is JSON).
+    return json.loads(json.dumps(meta, default=str)), text[match.end() :]
+
+
+# -- reStructuredText ------------------------------------------------------------------
+
+_ADORNMENT = re.compile(r"^([=\-~^\"'`#*+<>:._!$%&,;?@\\/|])\1{2,}\s*$")
+_RST_LINK = re.compile(r"`([^`<]+?)\s*<[^>]+>`_+")
+_RST_ROLE = re.compile(r":[\w:+-]+:`([^`]+)`")
+_RST_DIRECTIVE = re.compile(r"^\.\.\s+([\w:+-]+)::\s*(.*)$")
+
+
+def rst_to_markdown(text: str) -> str:
+    lines = text.replace("\r\n", "\n").split("\n")
+    out: list[str] = []
+    styles: list[tuple[str, bool]] = []
+    i = 0
+
+    def level(style: tuple[str, bool]) -> int:
+        if style not in styles:
+            styles.append(style)
+        return min(styles.index(style) + 1, _MAX_LEVEL)
+
+    while i < len(lines):
+        line = lines[i]
+        nxt = lines[i + 1] if i + 1 < len(lines) else ""
+        after = lines[i + 2] if i + 2 < len(lines) else ""
+        over = _ADORNMENT.match(line)
+        if over and nxt.strip() and _ADORNMENT.match(after) and after.strip()[0] == line.strip()[0]:
+            out += ["", "#" * level((line.strip()[0], True)) + " " + nxt.strip(), ""]
+            i += 3
+            continue
+        under = _ADORNMENT.match(nxt)
+        if (
+            line.strip()
+            and not line.startswith((" ", "\t"))
+            and not _ADORNMENT.match(line)
+            and under
+            and len(nxt.strip()) >= len(line.strip())
+        ):
+            out += ["", "#" * level((nxt.strip()[0], False)) + " " + line.strip(), ""]
+            i += 2
+            continue
+        directive = _RST_DIRECTIVE.match(line.strip())
+        if directive:
+            name, arg = directive.groups()
+            if name in ("code-block", "code", "sourcecode"):
+                out.append("```")
+                i += 1
+                block: list[str] = []
+                while i < len(lines) and (not lines[i].strip() or lines[i].startswith((" ", "\t"))):
+                    block.append(lines[i].strip())
+                    i += 1
+                out += [*_strip_blank(block), "```"]
+                continue
+            if arg and name not in ("image", "figure", "include", "toctree", "meta"):
+                out.append(arg)
+            elif name in ("note", "warning", "tip", "important", "attention", "caution"):
+                out.append(f"**{name.capitalize()}:**")
+            i += 1
+            continue
+        if line.strip().startswith(".. "):  # comments and link targets
+            i += 1
+            continue
+        line = _RST_LINK.sub(r"\1", line)
+        line = _RST_ROLE.sub(r"`\1`", line)
+        out.append(line.replace("``", "`").rstrip())
+        i += 1
+    return "\n".join(out)
+
+
+def _strip_blank(block: list[str]) -> list[str]:
+    while block and not block[-1]:
+        block.pop()
+    return block
+
+
+# -- Org -------------------------------------------------------------------------------
+
+_ORG_HEADING = re.compile(r"^(\*+)\s+(?:(?:TODO|DONE|NEXT|WAITING)\s+)?(.*?)(?:\s+:[\w:@]+:)?\s*$")
+_ORG_SEPARATOR = re.compile(r"^\s*\|[-+]+\|?\s*$")
+_ORG_LINK = re.compile(r"\[\[([^\]]+)\](?:\[([^\]]+)\])?\]")
+
+
+def org_to_markdown(text: str) -> tuple[str, str]:
+    """(Markdown, document title from ``#+TITLE``)."""
+    out: list[str] = []
+    title = ""
+    in_block = False
+    for raw in text.replace("\r\n", "\n").split("\n"):
+        line = raw.rstrip()
+        upper = line.strip().upper()
+        if upper.startswith("#+BEGIN_"):
+            in_block = True
+            out.append("```")
+            continue
+        if upper.startswith("#+END_"):
+            in_block = False
+            out.append("```")
+            continue
+        if in_block:
+            out.append(line)
+            continue
+        if upper.startswith("#+TITLE:"):
+            title = line.split(":", 1)[1].strip()
+            out += [f"# {title}", ""]
+            continue
+        if line.startswith("#+") or line.startswith("# "):
+            continue
+        heading = _ORG_HEADING.match(line)
+        if heading:
+            depth = len(heading.group(1)) + (1 if title else 0)
+            out += ["", "#" * min(depth, _MAX_LEVEL) + " " + heading.group(2), ""]
+            continue
+        if _ORG_SEPARATOR.match(line):
+            cells = line.strip().strip("|").split("+")
+            out.append("|" + "|".join("---" for _ in cells) + "|")
+            continue
+        line = _ORG_LINK.sub(lambda m: m.group(2) or m.group(1), line)
+        out.append(line)
+    return "\n".join(out), title
+
+
+# -- JSON / YAML -----------------------------------------------------------------------
+
+
+def _load(text: str, fmt: str) -> Any:
+    try:
+        if fmt == "json":
+            return json.loads(text)
+        import yaml
+
+        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+        return docs[0] if len(docs) == 1 else docs
+    except (ValueError, RecursionError) as exc:
+        raise ParseError(Category.CORRUPT, f"invalid {fmt.upper()}: {exc}"[:500]) from exc
+    except Exception as exc:  # yaml.YAMLError and friends
+        raise ParseError(Category.CORRUPT, f"invalid {fmt.upper()}: {exc}"[:500]) from exc
+
+
+def _ndjson(text: str) -> tuple[list[Any], list[str]]:
+    records: list[Any] = []
+    bad: list[int] = []
+    for no, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            bad.append(no)
+            records.append(line.strip())  # kept as text: never lose a line
+    warnings = [f"lines {bad[:20]} are not JSON; kept as text"] if bad else []
+    return records, warnings
+
+
+def _scalar(value: Any) -> bool:
+    return value is None or isinstance(value, str | int | float | bool)
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return " ".join(str(value).split())
+
+
+def _cell(value: Any) -> str:
+    return _fmt(value).replace("|", "\\|")
+
+
+def _structured_to_markdown(value: Any, title: str) -> str:
+    out: list[str] = [f"# {title}", ""]
+    _render(value, 1, out)
+    return "\n".join(out)
+
+
+def _render(value: Any, level: int, out: list[str]) -> None:
+    """Markdown for ``value`` under a heading of ``level`` (already written)."""
+    if isinstance(value, dict):
+        nested = []
+        for key, item in value.items():
+            if _scalar(item):
+                out.append(f"- {_fmt(key)}: {_fmt(item)}")
+            elif isinstance(item, list) and all(_scalar(v) for v in item):
+                out.append(f"- {_fmt(key)}: {', '.join(_fmt(v) for v in item)}")
+            else:
+                nested.append((key, item))
+        for key, item in nested:
+            out += ["", "#" * min(level + 1, _MAX_LEVEL) + f" {_fmt(key)}", ""]
+            _render(item, level + 1, out)
+        out.append("")
+    elif isinstance(value, list):
+        if value and all(
+            isinstance(v, dict) and all(_scalar(x) for x in v.values()) for v in value
+        ):
+            _table(value, out)
+        else:
+            for idx, item in enumerate(value, 1):
+                if _scalar(item):
+                    out.append(f"- {_fmt(item)}")
+                    continue
+                out += ["", "#" * min(level + 1, _MAX_LEVEL) + f" Item {idx}", ""]
+                _render(item, level + 1, out)
+            out.append("")
+    else:
+        out += [_fmt(value), ""]
+
+
+def _table(records: list[dict[str, Any]], out: list[str]) -> None:
+    columns: list[str] = []
+    for rec in records:
+        columns += [str(k) for k in rec if str(k) not in columns]
+    out += ["", "| " + " | ".join(_cell(c) for c in columns) + " |"]
+    out.append("|" + "|".join("---" for _ in columns) + "|")
+    for rec in records:
+        row = {str(k): v for k, v in rec.items()}
+        out.append("| " + " | ".join(_cell(row.get(c, "")) for c in columns) + " |")
+    out.append("")
+
+
+# -- XML -------------------------------------------------------------------------------
+
+_NAME_ATTRS = ("title", "name", "id", "key", "label")
+
+
+def xml_to_markdown(data: bytes) -> str:
+    from lxml import etree
+
+    parser = etree.XMLParser(
+        resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False, recover=True
+    )
+    try:
+        root = etree.fromstring(data, parser)
+    except etree.XMLSyntaxError as exc:
+        raise ParseError(Category.CORRUPT, f"invalid XML: {exc}"[:500]) from exc
+    if root is None:
+        raise ParseError(Category.CORRUPT, "invalid XML: no root element")
+    out: list[str] = [f"# {_heading(root)}", ""]
+    _xml_children(root, 1, out)
+    return "\n".join(out)
+
+
+def _local(tag: Any) -> str:
+    return str(tag).rsplit("}", 1)[-1] if isinstance(tag, str) else ""
+
+
+def _heading(elem: Any) -> str:
+    name = _local(elem.tag)
+    for attr in _NAME_ATTRS:
+        if elem.get(attr):
+            return f"{name}: {' '.join(elem.get(attr).split())}"
+    return name
+
+
+def _texts(chunks: Iterable[str | None]) -> str:
+    return " ".join(" ".join(c.split()) for c in chunks if c and c.strip())
+
+
+def _xml_children(elem: Any, level: int, out: list[str]) -> None:
+    own = _texts([elem.text])
+    if own:
+        out += [own, ""]
+    attrs = [(k, v) for k, v in elem.attrib.items() if _local(k) not in _NAME_ATTRS]
+    for key, val in attrs:
+        out.append(f"- @{_local(key)}: {_fmt(val)}")
+    for child in elem:
+        if not isinstance(child.tag, str):  # comments, processing instructions
+            if child.tail and child.tail.strip():
+                out += [_texts([child.tail]), ""]
+            continue
+        if len(child) == 0:
+            text = _texts([child.text])
+            child_attrs = ", ".join(f"{_local(k)}={v}" for k, v in child.attrib.items())
+            label = _local(child.tag) + (f" ({child_attrs})" if child_attrs else "")
+            if text or child_attrs:
+                out.append(f"- {label}: {text}" if text else f"- {label}")
+        else:
+            out += ["", "#" * min(level + 1, _MAX_LEVEL) + f" {_heading(child)}", ""]
+            _xml_children(child, level + 1, out)
+        tail = _texts([child.tail])
+        if tail:
+            out += ["", tail, ""]
+    out.append("")
