@@ -3,7 +3,7 @@
 Three ways to parse the same text-layer PDFs, in one run on one machine:
 
 - ``docling``: plain docling, the same model-free converter our PDF path uses
-  (``parsers.pdf_offline.native_converter``), called in this process, output
+  (``parsers.pdf.textlayer.native_converter``), called in this process, output
   exported to Markdown: what the library alone costs;
 - ``inproc``: our full offline path (``parsers.parse_file``: pre-checks, text
   layer, structure, tables, OCR where needed) in this process;
@@ -43,7 +43,7 @@ def main() -> None:
     from corpusflow.errors import DocumentError
     from corpusflow.settings import ParseSettings
     from parsers import ParserPool, parse_file
-    from parsers.pdf_offline import native_converter
+    from parsers.pdf.textlayer import native_converter
 
     files = sorted({Path(p) for pattern in args.files for p in glob.glob(pattern)})
     if not files:

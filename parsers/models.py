@@ -140,7 +140,7 @@ def parser_fingerprint(settings: ParseSettings) -> str:
     models arriving on (or leaving) the machine switch PDFs between the layout
     and the model-free path, and so change the fingerprint.
     """
-    from parsers.pdf_layout import fingerprint_part
+    from parsers.pdf.layout import fingerprint_part
 
     relevant = {
         **fingerprint_part(settings),

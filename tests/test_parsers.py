@@ -72,7 +72,8 @@ def test_encrypted_pdf_is_reported(shared_corpus: Path) -> None:
         ("truncated.pdf", b"%PDF-1.7\n1 0 obj <<", Category.CORRUPT),
         ("fake.docx", b"this is not a zip", Category.CORRUPT),
         ("notes.pdf", b"plain text pretending to be a pdf", Category.CORRUPT),
-        ("legacy.doc", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\0" * 100, Category.UNSUPPORTED),
+        # A legacy Word file is supported now (LibreOffice); a broken one is corrupt.
+        ("legacy.doc", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\0" * 100, Category.CORRUPT),
         ("archive.bin", b"\x7fELF\x02\x01", Category.UNSUPPORTED),
     ],
 )
@@ -184,7 +185,7 @@ def test_pdf_over_max_pages_is_refused_never_complete(tmp_path: Path) -> None:
 def test_failed_page_makes_document_partial(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import parsers.ocr
+    import parsers.pdf.ocr
     from parsers import ParsedDocument
 
     path = tmp_path / "mixed.pdf"
@@ -193,16 +194,17 @@ def test_failed_page_makes_document_partial(
         _text_pdf(["Inspection summary for turbine four", None, "Final remarks on the gearbox"])
     )
 
-    def broken_ocr(image: object) -> tuple[int, list[object]]:
+    def broken_ocr(image: object) -> object:
         raise RuntimeError("OCR engine failed on this page")
 
-    monkeypatch.setattr(parsers.ocr, "ocr_image", broken_ocr)
+    monkeypatch.setattr(parsers.pdf.ocr, "ocr_image", broken_ocr)
     doc = parse_file(path)
     assert doc.status == "partial"
     assert doc.missing_pages == (2,)
     assert doc.page_count == 3
     assert "Inspection summary" in doc.markdown and "Final remarks" in doc.markdown
-    assert any("page 2: OCR failed" in w for w in doc.warnings)
+    assert any("page 2: OCR failed" in str(w) for w in doc.warnings)
+    assert any(w.page == 2 and w.source == "ocr" for w in doc.warnings)
     again = ParsedDocument.from_json(doc.to_json())
     assert again.missing_pages == (2,) and again.status == "partial"
     # JSON written before the field existed still loads.

@@ -16,8 +16,9 @@ import pytest
 
 from corpusflow.errors import Category
 from corpusflow.settings import ParseSettings
-from parsers import ParseError, parse_file, parser_fingerprint, pdf_layout
-from parsers.pdf_layout import (
+from parsers import ParseError, parse_file, parser_fingerprint
+from parsers.pdf import layout as pdf_layout
+from parsers.pdf.layout import (
     LAYOUT_REPO,
     LAYOUT_REVISION,
     TABLEFORMER_MODE,

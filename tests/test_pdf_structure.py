@@ -16,13 +16,16 @@ from typing import Any
 import pytest
 
 from corpusflow.settings import ParseSettings
-from parsers.pdf_offline import (
-    Block,
-    Line,
-    is_bold_face,
-    lines_to_document,
-    parse_pdf_offline,
-)
+from parsers.pdf.assemble import lines_to_document
+from parsers.pdf.blocks import Block
+from parsers.pdf.offline import parse_offline
+from parsers.pdf.primitives import Line, is_bold_face
+
+
+def parse_pdf_offline(path: Path, settings: ParseSettings) -> tuple[Any, str, list[Any]]:
+    result = parse_offline(path, settings)
+    return result.doc, result.parser, result.warnings
+
 
 # --------------------------------------------------------------------------- #
 # Drawing test PDFs
@@ -279,7 +282,7 @@ def test_right_to_left_fragments_join_in_reading_order() -> None:
     """The text layer cuts an Arabic line where a Latin word starts; the pieces of
     one baseline join right to left, and a piece cut inside a word joins without
     a space."""
-    from parsers.pdf_offline import _merge_row_fragments
+    from parsers.pdf.textlayer import _merge_row_fragments
 
     row = [
         Line(1, "البرمجة بلغة", 300, 100, 400, 110),

@@ -19,7 +19,7 @@ snapshots), and the Hub is switched to offline mode while it runs.
 OCR: docling's own OCR stage is switched off. With an artifacts path docling
 would also demand its OCR models there, and it does not turn right-angle
 rotated scans. Pages that come out of the layout pipeline with (almost) no
-text are read by ``parsers.ocr`` instead, the same rotation-aware RapidOCR
+text are read by ``parsers.pdf.ocr`` instead, the same rotation-aware RapidOCR
 fallback as the model-free path, and spliced into the document at their page.
 """
 
@@ -35,11 +35,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from corpusflow.settings import ParseSettings
+from parsers.models import BackendResult, ParseWarning
 
 if TYPE_CHECKING:
     from docling_core.types.doc import DoclingDocument, NodeItem
-
-    from parsers.pdf_offline import PdfParse
 
 # The models docling 2.143's standard PDF pipeline loads by default
 # (tests/test_pdf_pipelines.py checks these against docling's own definitions).
@@ -286,7 +285,7 @@ def layout_pipeline_options(artifacts_path: str) -> Any:
         table_structure_options=TableStructureOptions(
             do_cell_matching=True, mode=TableFormerMode(TABLEFORMER_MODE)
         ),
-        do_ocr=False,  # scanned pages go through parsers.ocr (see the module docstring)
+        do_ocr=False,  # scanned pages go through parsers.pdf.ocr (see the module docstring)
         generate_page_images=False,
         generate_picture_images=False,
         enable_remote_services=False,
@@ -381,18 +380,19 @@ def _splice_page(doc: DoclingDocument, page_no: int, page_doc: DoclingDocument) 
 
 def _ocr_sparse_pages(
     path: Path, doc: DoclingDocument, page_count: int, settings: ParseSettings
-) -> tuple[list[str], list[int], list[int], bool]:
+) -> tuple[list[ParseWarning], list[int], list[int], bool]:
     """OCR the pages with no usable text (scans, and pages the pipeline failed on).
 
     Returns (warnings, failed pages, pages still missing, whether a page was OCR'd).
     """
     from docling_core.types.doc import Size
 
-    from parsers.ocr import ocr_pdf_pages
-    from parsers.pdf_offline import _page_sizes, lines_to_document
+    from parsers.pdf.assemble import lines_to_document
+    from parsers.pdf.ocr import ocr_pdf_pages
+    from parsers.pdf.primitives import page_sizes
 
     failed = [p for p in range(1, page_count + 1) if p not in doc.pages]
-    warnings = [f"layout pipeline failed on pages {failed}"] if failed else []
+    warnings = [ParseWarning("pdf-layout", "layout pipeline failed", p) for p in failed]
     if not settings.ocr:
         return warnings, failed, failed, False
     chars = _page_chars(doc)
@@ -406,7 +406,7 @@ def _ocr_sparse_pages(
     sizes = {p: (page.size.width, page.size.height) for p, page in doc.pages.items()}
     unsized = [p for p in sparse if p not in sizes]
     if unsized:
-        sizes.update(_page_sizes(path, unsized))
+        sizes.update(page_sizes(path, unsized))
     ocred = False
     for page_no in sparse:
         page_lines = [ln for ln in lines if ln.page_no == page_no]
@@ -422,12 +422,10 @@ def _ocr_sparse_pages(
     return warnings, failed, missing, ocred
 
 
-def parse_pdf_layout(path: Path, settings: ParseSettings) -> PdfParse:
+def parse_layout(path: Path, settings: ParseSettings) -> BackendResult:
     """Convert a PDF with docling's layout models; raises ParseError(UNSUPPORTED) without them."""
-    from docling.datamodel.base_models import ConversionStatus
-
+    from parsers.docling_backend import conversion_result
     from parsers.errors import Category, ParseError
-    from parsers.pdf_offline import PdfParse
 
     models = layout_models_status(settings)
     if not models.available:
@@ -452,16 +450,14 @@ def parse_pdf_layout(path: Path, settings: ParseSettings) -> PdfParse:
             )
         except Exception as exc:  # docling raises plain exceptions for broken input
             raise ParseError(Category.CORRUPT, f"{type(exc).__name__}: {exc}") from exc
-    warnings = [f"{e.module_name}: {e.error_message}" for e in result.errors]
-    if result.status not in (ConversionStatus.SUCCESS, ConversionStatus.PARTIAL_SUCCESS):
-        raise ParseError(
-            Category.CORRUPT, "; ".join(warnings) or f"PDF conversion {result.status.value}"
-        )
-    doc = result.document
-    page_count = max(int(getattr(result.input, "page_count", 0) or 0), len(doc.pages))
-    ocr_warnings, failed, missing, ocred = _ocr_sparse_pages(path, doc, page_count, settings)
-    warnings += ocr_warnings
-    parser = "docling-layout+ocr" if ocred else "docling-layout"
+    out = conversion_result(result, "docling-layout")
+    ocr_warnings, failed, missing, ocred = _ocr_sparse_pages(
+        path, out.doc, out.page_count, settings
+    )
+    out.warnings += ocr_warnings
+    out.missing_pages = missing
+    if ocred:
+        out.parser = "docling-layout+ocr"
     # docling's PARTIAL_SUCCESS that no failed page explains still marks the document partial.
-    partial = result.status == ConversionStatus.PARTIAL_SUCCESS and not failed
-    return PdfParse(doc, parser, warnings, page_count, missing, partial)
+    out.partial = out.partial and not failed
+    return out

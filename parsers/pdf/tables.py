@@ -13,18 +13,32 @@ Every detector is conservative, because a false table breaks paragraphs apart:
 it needs at least two rows and two columns, several filled cells, and cells
 that read like cells (a few words), not like paragraphs.
 
-Coordinates are PDF points with a top-left origin, like ``parsers.pdf_offline``.
+Coordinates are PDF points with a top-left origin (``parsers.pdf.primitives``).
+``detect_tables`` runs both detectors over the text-layer pages of a PDF.
 """
 
 from __future__ import annotations
 
 import itertools
-import re
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from parsers.models import ParseWarning
+from parsers.pdf.primitives import (
+    MARKER,
+    DisjointSets,
+    Word,
+    cluster,
+    cluster_values,
+    is_mono_face,
+    join_pieces,
+    open_page,
+    open_pdf,
+    walk_objects,
+)
 
 # A stroke at most this thick (points) is a rule, not a filled area. Table
 # borders are hairlines (0.1-1.5 pt); a thicker bar is decoration.
@@ -37,31 +51,6 @@ _SNAP = 2.5
 # More distinct border lines than this on a page (after joining the segments of
 # each line) is a drawing: a plot's ticks and grid, a map, a plan.
 _MAX_RULES = 1500
-
-
-@dataclass(frozen=True, slots=True)
-class Word:
-    """One word of the text layer, in content-stream order on its page."""
-
-    text: str
-    left: float
-    top: float
-    right: float
-    bottom: float
-    font: str = ""
-    order: int = 0
-
-    @property
-    def cx(self) -> float:
-        return (self.left + self.right) / 2
-
-    @property
-    def cy(self) -> float:
-        return (self.top + self.bottom) / 2
-
-    @property
-    def height(self) -> float:
-        return max(self.bottom - self.top, 0.1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,28 +102,6 @@ class Table:
 # --------------------------------------------------------------------------- #
 
 
-def _transform(m: tuple[float, ...], x: float, y: float) -> tuple[float, float]:
-    a, b, c, d, e, f = m
-    return a * x + c * y + e, b * x + d * y + f
-
-
-def _compose(outer: tuple[float, ...], inner: tuple[float, ...]) -> tuple[float, ...]:
-    """Matrix of applying ``inner`` first, then ``outer`` (PDF row-vector convention)."""
-    a1, b1, c1, d1, e1, f1 = inner
-    a2, b2, c2, d2, e2, f2 = outer
-    return (
-        a1 * a2 + b1 * c2,
-        a1 * b2 + b1 * d2,
-        c1 * a2 + d1 * c2,
-        c1 * b2 + d1 * d2,
-        e1 * a2 + f1 * c2 + e2,
-        e1 * b2 + f1 * d2 + f2,
-    )
-
-
-_IDENTITY = (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
-
-
 def _is_simple_polygon(obj: Any) -> bool:
     """A path made of straight segments only (a rectangle, a line), no curves."""
     import pypdfium2.raw as pdfium_c
@@ -149,71 +116,17 @@ def _is_simple_polygon(obj: Any) -> bool:
     return True
 
 
-def walk_objects(
-    page: Any,
-    kinds: set[int],
-    parent: Any = None,
-    matrix: tuple[float, ...] = _IDENTITY,
-    depth: int = 0,
-) -> list[tuple[Any, int, tuple[float, float, float, float]]]:
-    """(object, type, page-space bounds l, b, r, t) of the page's objects of the given
-    pdfium types, descending into Form XObjects (whose content has its own matrix)."""
-    import ctypes
-
-    import pypdfium2.raw as pdfium_c
-
-    out: list[tuple[Any, int, tuple[float, float, float, float]]] = []
-    if parent is None:
-        count = pdfium_c.FPDFPage_CountObjects(page.raw)
-    else:
-        count = pdfium_c.FPDFFormObj_CountObjects(parent)
-    for i in range(max(count, 0)):
-        if parent is None:
-            obj = pdfium_c.FPDFPage_GetObject(page.raw, i)
-        else:
-            obj = pdfium_c.FPDFFormObj_GetObject(parent, i)
-        if not obj:
-            continue
-        kind = pdfium_c.FPDFPageObj_GetType(obj)
-        if kind == pdfium_c.FPDF_PAGEOBJ_FORM:
-            if depth < 8:
-                fm = pdfium_c.FS_MATRIX()
-                if pdfium_c.FPDFPageObj_GetMatrix(obj, ctypes.byref(fm)):
-                    inner: tuple[float, ...] = (fm.a, fm.b, fm.c, fm.d, fm.e, fm.f)
-                else:
-                    inner = _IDENTITY
-                out += walk_objects(page, kinds, obj, _compose(matrix, inner), depth + 1)
-            continue
-        if kind not in kinds:
-            continue
-        l_, b_, r_, t_ = (ctypes.c_float() for _ in range(4))
-        if not pdfium_c.FPDFPageObj_GetBounds(
-            obj, ctypes.byref(l_), ctypes.byref(b_), ctypes.byref(r_), ctypes.byref(t_)
-        ):
-            continue
-        corners = [
-            _transform(matrix, x, y) for x in (l_.value, r_.value) for y in (b_.value, t_.value)
-        ]
-        xs = [p[0] for p in corners]
-        ys = [p[1] for p in corners]
-        out.append((obj, kind, (min(xs), min(ys), max(xs), max(ys))))
-    return out
-
-
 def page_rules(path: Path, page_nos: Iterable[int]) -> dict[int, list[Rule]]:
     """Border segments of the given 1-based pages, top-left origin, in points."""
-    import pypdfium2 as pdfium
     import pypdfium2.raw as pdfium_c
 
     wanted = set(page_nos)
     rules: dict[int, list[Rule]] = {}
-    pdf = pdfium.PdfDocument(path)
-    try:
+    with open_pdf(path) as pdf:
         for page_no in sorted(wanted):
             if not 1 <= page_no <= len(pdf):
                 continue
-            page = pdf[page_no - 1]
-            try:
+            with open_page(pdf, page_no) as page:
                 height = page.get_height()
                 paths = walk_objects(page, {pdfium_c.FPDF_PAGEOBJ_PATH})
                 out: list[Rule] = []
@@ -235,32 +148,12 @@ def page_rules(path: Path, page_nos: Iterable[int]) -> dict[int, list[Rule]]:
                             Rule(False, right, y0, y1),
                         ]
                 rules[page_no] = out
-            finally:
-                page.close()
-    finally:
-        pdf.close()
     return rules
 
 
 # --------------------------------------------------------------------------- #
 # Shared helpers
 # --------------------------------------------------------------------------- #
-
-
-def _cluster(values: Sequence[float], tol: float) -> list[float]:
-    """Sorted representatives of values, those within tol of each other merged."""
-    out: list[list[float]] = []
-    for v in sorted(values):
-        if out and v - out[-1][-1] <= tol:
-            out[-1].append(v)
-        else:
-            out.append([v])
-    return [sum(g) / len(g) for g in out]
-
-
-def _is_cjk(ch: str) -> bool:
-    # Chinese and Japanese are written without spaces between words (Korean is not).
-    return bool(ch) and ("\u3040" <= ch <= "\u30ff" or "\u3400" <= ch <= "\u9fff")
 
 
 def join_words(words: Sequence[Word]) -> str:
@@ -276,21 +169,7 @@ def join_words(words: Sequence[Word]) -> str:
                 last.append(w)
                 continue
         rows.append([w])
-    text = ""
-    for row in rows:
-        for w in sorted(row, key=lambda w: w.order):
-            piece = w.text.strip()
-            if not piece:
-                continue
-            if not text:
-                text = piece
-            elif text.endswith("-") and not text.endswith(" -") and piece[:1].islower():
-                text = text[:-1] + piece
-            elif _is_cjk(text[-1]) and _is_cjk(piece[0]):
-                text += piece
-            else:
-                text += " " + piece
-    return text
+    return join_pieces(w.text for row in rows for w in sorted(row, key=lambda w: w.order))
 
 
 def _cell_like(texts: Sequence[str]) -> bool:
@@ -315,12 +194,7 @@ def _merge_collinear(rules: Sequence[Rule]) -> list[Rule]:
     for horizontal in (True, False):
         group = sorted((r for r in rules if r.horizontal == horizontal), key=lambda r: r.pos)
         # Snap each position to the mean of its cluster (positions within _SNAP).
-        clusters: list[list[Rule]] = []
-        for r in group:
-            if clusters and r.pos - clusters[-1][-1].pos <= _SNAP:
-                clusters[-1].append(r)
-            else:
-                clusters.append([r])
+        clusters = cluster(group, lambda r: r.pos, _SNAP)
         snapped = sorted(
             (sum(x.pos for x in c) / len(c), r.start, r.end) for c in clusters for r in c
         )
@@ -340,14 +214,7 @@ def _merge_collinear(rules: Sequence[Rule]) -> list[Rule]:
 
 def _components(rules: Sequence[Rule]) -> list[list[Rule]]:
     """Groups of rules connected by crossings or touching ends."""
-    parent = list(range(len(rules)))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
+    sets = DisjointSets(len(rules))
     hs = [i for i, r in enumerate(rules) if r.horizontal]
     vs = [i for i, r in enumerate(rules) if not r.horizontal]
     for i in hs:
@@ -358,11 +225,8 @@ def _components(rules: Sequence[Rule]) -> list[list[Rule]]:
                 h.start - _SNAP <= v.pos <= h.end + _SNAP
                 and v.start - _SNAP <= h.pos <= v.end + _SNAP
             ):
-                parent[find(i)] = find(j)
-    groups: dict[int, list[Rule]] = {}
-    for i, r in enumerate(rules):
-        groups.setdefault(find(i), []).append(r)
-    return list(groups.values())
+                sets.union(i, j)
+    return [[rules[i] for i in group] for group in sets.groups()]
 
 
 def _covered(rules: Sequence[Rule], pos: float, lo: float, hi: float) -> bool:
@@ -408,26 +272,16 @@ def _grid_table(
         return None
 
     # Union neighbouring grid slots that no border separates.
-    parent = list(range(n_rows * n_cols))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
+    sets = DisjointSets(n_rows * n_cols)
     for r in range(n_rows):
         for c in range(n_cols):
             if c + 1 < n_cols and not _covered(v_rules, xs[c + 1], ys[r], ys[r + 1]):
-                parent[find(r * n_cols + c)] = find(r * n_cols + c + 1)
+                sets.union(r * n_cols + c, r * n_cols + c + 1)
             if r + 1 < n_rows and not _covered(h_rules, ys[r + 1], xs[c], xs[c + 1]):
-                parent[find(r * n_cols + c)] = find((r + 1) * n_cols + c)
-    groups: dict[int, list[tuple[int, int]]] = {}
-    for r in range(n_rows):
-        for c in range(n_cols):
-            groups.setdefault(find(r * n_cols + c), []).append((r, c))
+                sets.union(r * n_cols + c, (r + 1) * n_cols + c)
     spans: list[list[tuple[int, int]]] = []
-    for slots in groups.values():
+    for group in sets.groups():
+        slots = [divmod(i, n_cols) for i in group]
         rows = {r for r, _ in slots}
         cols = {c for _, c in slots}
         if len(slots) == len(rows) * len(cols):
@@ -486,8 +340,8 @@ def find_ruled_tables(page_no: int, words: Sequence[Word], rules: Sequence[Rule]
         bottom = max([v.end for v in vs] + [h.pos for h in hs])
         if right - left < 3 * _RULE_MIN_LENGTH or bottom - top < 2 * _RULE_MIN_LENGTH:
             continue
-        xs = _cluster([left, right, *(v.pos for v in vs)], _SNAP)
-        ys = _cluster([top, bottom, *(h.pos for h in hs)], _SNAP)
+        xs = cluster_values([left, right, *(v.pos for v in vs)], _SNAP)
+        ys = cluster_values([top, bottom, *(h.pos for h in hs)], _SNAP)
         inside = [w for w in words if left <= w.cx <= right and top <= w.cy <= bottom]
         if len(inside) < 4:
             continue
@@ -629,8 +483,6 @@ def _aligned_table(page_no: int, rows: list[_Row], depth: int = 0) -> list[Table
             for part in ([w for w in words if w.cx < split], [w for w in words if w.cx >= split])
             for t in find_aligned_tables(page_no, part, depth=depth + 1)
         ]
-    from parsers.pdf_offline import is_mono_face
-
     words = [w for r in rows for w in r.words]
     if sum(len(w.text) for w in words if is_mono_face(w.font)) * 2 > sum(
         len(w.text) for w in words
@@ -643,14 +495,10 @@ def _aligned_table(page_no: int, rows: list[_Row], depth: int = 0) -> list[Table
     return [table] if table is not None else []
 
 
-# Markers of list items: bullets, "1.", "(a)", "iv)".
-_MARKER = re.compile(r"^(?:[•●▪◦‣∙·\-–*]|\(?(?:\d{1,3}|[a-zA-Z]|[ivxlc]{1,5})[.)])$")
-
-
 def _is_list(table: Table) -> bool:
     """A first column of nothing but bullets or numbers: a list with hanging markers."""
     first = [c.text for c in table.cells if c.col == 0 and c.text]
-    return bool(first) and all(_MARKER.match(t) for t in first)
+    return bool(first) and all(MARKER.match(t) for t in first)
 
 
 def _aligned_grid(page_no: int, rows: list[_Row], cuts: list[float]) -> Table | None:
@@ -753,3 +601,30 @@ def find_aligned_tables(page_no: int, words: Sequence[Word], depth: int = 0) -> 
     if len(current) >= 3:
         runs.append(current)
     return [t for run in runs for t in _aligned_table(page_no, run, depth)]
+
+
+def detect_tables(
+    path: Path, words: dict[int, list[Word]]
+) -> tuple[list[Table], list[ParseWarning]]:
+    """Tables of the text-layer pages: drawn grids first, then aligned columns."""
+    pages = [p for p, ws in words.items() if ws]
+    if not pages:
+        return [], []
+    warnings: list[ParseWarning] = []
+    try:
+        rules = page_rules(path, pages)
+    except Exception as exc:  # graphics are a hint; text-only tables still work
+        rules = {}
+        warnings.append(ParseWarning("pdf-tables", f"table borders: {exc}"))
+    tables: list[Table] = []
+    for page_no in sorted(pages):
+        ws = words[page_no]
+        try:
+            found = find_ruled_tables(page_no, ws, rules.get(page_no, []))
+            rest = [w for w in ws if not any(t.contains(w.cx, w.cy) for t in found)]
+            found += find_aligned_tables(page_no, rest)
+        except Exception as exc:  # a table missed is text kept: never lose the document
+            warnings.append(ParseWarning("pdf-tables", f"table detection: {exc!r}", page_no))
+            continue
+        tables += found
+    return tables, warnings

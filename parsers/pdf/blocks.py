@@ -1,0 +1,93 @@
+"""Lines of a page grouped into blocks: paragraphs and list items.
+
+A block break is a vertical gap, a move up (a new column), a change of size or
+weight, or a line that starts with a list marker (``primitives.LIST_START``) or
+a drawn bullet. ``parsers.pdf.headings`` then marks headings among the blocks,
+and ``parsers.pdf.assemble`` turns them into a DoclingDocument.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from parsers.pdf.primitives import LIST_START, Line, join_pieces
+
+if TYPE_CHECKING:
+    from parsers.pdf.tables import Table
+
+# A line is "set in bold" when nearly all its letters are: a bold lead-in
+# ("Note: ...", "Wang Laboratories: ...") does not make a paragraph a heading.
+FULL_BOLD = 0.85
+
+
+@dataclass(slots=True)
+class Block:
+    kind: str  # "paragraph" | "heading" | "list_item" | "table"
+    lines: list[Line]
+    level: int = 0
+    table: Table | None = None
+
+    @property
+    def text(self) -> str:
+        return join_pieces(line.text for line in self.lines)
+
+    @property
+    def height(self) -> float:
+        """Font-size proxy of the block."""
+        return statistics.median(line.fsize for line in self.lines)
+
+    @property
+    def bold(self) -> bool:
+        """Set in bold throughout (a bold lead-in phrase does not count)."""
+        chars = sum(len(ln.text) for ln in self.lines)
+        return sum(ln.bold * len(ln.text) for ln in self.lines) >= FULL_BOLD * chars
+
+
+def _style_break(line: Line, prev: Line) -> bool:
+    """A change of style between two lines that does not happen inside a paragraph.
+
+    A heading set in the body size but in bold sits right above its paragraph
+    with normal leading; only the change of weight separates them. A change of
+    face alone is common inside paragraphs (an italic line), so it counts only
+    together with a change of size.
+    """
+    if (line.bold >= FULL_BOLD) != (prev.bold >= FULL_BOLD):
+        return True
+    if line.font and prev.font and line.font != prev.font:
+        a, b = line.fsize, prev.fsize
+        return abs(a - b) >= 0.05 * max(a, b)
+    return False
+
+
+def group_blocks(lines: list[Line]) -> list[Block]:
+    """Group consecutive lines of one page into paragraphs and list items."""
+    blocks: list[Block] = []
+    current: Block | None = None
+    prev: Line | None = None
+    for line in lines:
+        if not line.text.strip():
+            continue
+        starts_list = line.bullet or bool(LIST_START.match(line.text.strip()))
+        new_block = True
+        if current is not None and prev is not None and prev.page_no == line.page_no:
+            gap = line.top - prev.bottom
+            similar_size = abs(line.fsize - prev.fsize) <= 0.2 * max(line.fsize, prev.fsize)
+            overlaps = line.left < prev.right and line.right > prev.left
+            new_block = (
+                starts_list
+                or not similar_size
+                or not overlaps
+                or gap > 0.9 * max(line.height, prev.height)
+                or gap < -0.5 * line.height  # moved up: a new column or region
+                or _style_break(line, prev)
+            )
+        if new_block:
+            current = Block("list_item" if starts_list else "paragraph", [line])
+            blocks.append(current)
+        else:
+            assert current is not None
+            current.lines.append(line)
+        prev = line
+    return blocks

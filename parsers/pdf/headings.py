@@ -1,0 +1,262 @@
+"""Headings among the blocks: the outline first, then typography.
+
+- the outline (bookmarks), whose titles and levels become headings: the
+  author's own statement of the structure, so it wins over every other cue;
+- typography: glyph height (a font-size proxy), weight (bold faces) and
+  typeface; a short block set apart by size, weight or face from the body text,
+  with text below it, becomes a heading, one level per distinct style;
+- section numbering ("2.3", "(1)", "Chapter 4"), which supports a weak cue.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from parsers.pdf.blocks import FULL_BOLD, Block
+from parsers.pdf.primitives import Line, is_mono_face, is_symbol_face, open_pdf
+
+# Section numbering at the start of a heading: "2", "2.3", "2.3.1.", "IV.", "B.",
+# "(1)", "1)", "Chapter 4", "Part II", "Appendix A", "제3장", "第二章".
+_SECTION_NUMBER = re.compile(
+    r"^(?:\d{1,2}(?:\.\d{1,2}){0,4}\.?|[IVXLC]{1,6}\.|[A-Z]\.|\(\d{1,2}\)|\d{1,2}\)"
+    r"|(?:chapter|section|part|appendix|annex|article)\s+[\dIVXLCA-Z]{1,6}\.?"
+    r"|제\s*\d{1,3}\s*[장절편부조]|第[\d一二三四五六七八九十百]{1,4}[章节節部篇条])(?:\s|$)",
+    re.IGNORECASE,
+)
+# Dot leaders ending in a page number.
+_TOC_ENTRY = re.compile(r"(?:\.\s?){4,}\s*[\dIVXLCivxlc]+\s*$")
+_SENTENCE_END = (".", ",", ";", "。", "，", "；", "、")
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\W+", " ", text).strip().lower()
+
+
+def read_outline(path: Path) -> list[tuple[int, str]]:
+    """(level, title) of the PDF's outline (bookmarks); empty when it has none."""
+    with open_pdf(path) as pdf:
+        try:
+            return [(b.level, b.get_title() or "") for b in pdf.get_toc(max_depth=6)]
+        except Exception:  # a broken outline is not a broken document
+            return []
+
+
+@dataclass(slots=True)
+class _BodyStyle:
+    size: float
+    bold: bool
+    face: str
+
+
+def _body_style(blocks: Sequence[Block]) -> _BodyStyle:
+    """The style that carries the most characters: the running text."""
+    by_size: dict[float, int] = {}
+    for b in blocks:
+        for ln in b.lines:
+            key = round(ln.fsize, 0)
+            by_size[key] = by_size.get(key, 0) + len(ln.text)
+    if not by_size:
+        return _BodyStyle(10.0, False, "")
+    body_key = max(by_size.items(), key=lambda kv: kv[1])[0]
+    body_lines = [ln for b in blocks for ln in b.lines if round(ln.fsize, 0) == body_key]
+    size = statistics.median(ln.fsize for ln in body_lines)
+    bold_chars = sum(len(ln.text) * ln.bold for ln in body_lines)
+    faces: dict[str, int] = {}
+    for ln in body_lines:
+        faces[ln.font] = faces.get(ln.font, 0) + len(ln.text)
+    face = max(faces.items(), key=lambda kv: kv[1])[0]
+    return _BodyStyle(size, bold_chars * 2 > sum(len(ln.text) for ln in body_lines), face)
+
+
+def _page_furniture(blocks: Sequence[Block]) -> set[int]:
+    """ids of lines repeated at the same height on many pages: running heads and feet.
+
+    The text must repeat exactly (digits too): "Chapter 1" and "Chapter 2" opening
+    their pages at the same height are titles, not furniture. Running heads
+    recur on a good share of the pages, not on two pages of a long document.
+    """
+    pages = {ln.page_no for b in blocks for ln in b.lines}
+    seen: dict[tuple[str, int], set[int]] = {}
+    for b in blocks:
+        for ln in b.lines:
+            seen.setdefault((_norm(ln.text), round(ln.top / 4)), set()).add(ln.page_no)
+    need = max(2.0, 0.3 * len(pages))
+    repeated = {k for k, on in seen.items() if len(on) >= need}
+    return {
+        id(ln) for b in blocks for ln in b.lines if (_norm(ln.text), round(ln.top / 4)) in repeated
+    }
+
+
+def _title_key(text: str) -> str:
+    """Outline lookup key: bookmarks often drop the section number the page shows."""
+    return _norm(_SECTION_NUMBER.sub("", text.strip(), count=1))
+
+
+def _outline_level(text: str, outline_levels: dict[str, int]) -> int | None:
+    for key in (_norm(text), _title_key(text)):
+        if key and key in outline_levels:
+            return outline_levels[key]
+    return None
+
+
+def _split_outline_titles(blocks: list[Block], outline_levels: dict[str, int]) -> list[Block]:
+    """Split off leading lines of a block that spell an outline title."""
+    out: list[Block] = []
+    for b in blocks:
+        if (
+            b.kind not in ("paragraph", "list_item")
+            or len(b.lines) < 2
+            or _outline_level(b.text, outline_levels) is not None
+        ):
+            out.append(b)
+            continue
+        for k in range(1, len(b.lines)):
+            if _outline_level(Block(b.kind, b.lines[:k]).text, outline_levels) is not None:
+                out += [Block(b.kind, b.lines[:k]), Block("paragraph", b.lines[k:])]
+                break
+        else:
+            out.append(b)
+    return out
+
+
+def classify_headings(blocks: list[Block], outline: list[tuple[int, str]]) -> None:
+    """Mark heading blocks and their levels (in place)."""
+    outline_levels: dict[str, int] = {}
+    for level, title in outline:
+        for key in (_norm(title), _title_key(title)):
+            if key:
+                outline_levels.setdefault(key, level)
+    if outline_levels:
+        blocks[:] = _split_outline_titles(blocks, outline_levels)
+    # "1. Scope" set large is a numbered heading, not a list item.
+    text_blocks = [b for b in blocks if b.kind in ("paragraph", "list_item")]
+    if not text_blocks:
+        return
+    body = _body_style(text_blocks)
+    furniture = _page_furniture(blocks)
+    by_page: dict[int, list[Line]] = {}
+    for b in blocks:
+        for ln in b.lines:
+            by_page.setdefault(ln.page_no, []).append(ln)
+    position = {id(b): i for i, b in enumerate(blocks)}
+
+    def style(b: Block) -> tuple[float, bool]:
+        return (round(b.height, 0), b.bold)
+
+    candidates: list[Block] = []
+    outline_style: dict[tuple[float, bool], int] = {}
+    for block in text_blocks:
+        text = block.text
+        found = _outline_level(text, outline_levels)
+        if found is not None:
+            block.kind = "heading"
+            block.level = found + 1
+            outline_style.setdefault(style(block), block.level)
+            continue
+        if _is_heading(block, text, body, furniture, by_page, blocks, position):
+            candidates.append(block)
+
+    # One level per distinct style: larger first, bold before regular at one size.
+    # A style the outline already used keeps the outline's level; another one
+    # goes one level below the nearest larger outline style.
+    def rank(s: tuple[float, bool]) -> tuple[float, bool]:
+        return (-s[0], not s[1])
+
+    styles = sorted({style(b) for b in candidates} | set(outline_style), key=rank)
+    level_of: dict[tuple[float, bool], int] = {}
+    current = 0
+    seen_outline = not outline_style
+    for s in styles:
+        if s in outline_style:
+            current = outline_style[s]
+            seen_outline = True
+        elif seen_outline:
+            current += 1
+        else:
+            current = 1  # set larger than every outline heading: a title
+        level_of[s] = min(max(current, 1), 6)
+    for block in candidates:
+        block.kind = "heading"
+        block.level = level_of[style(block)]
+
+
+def _is_heading(
+    block: Block,
+    text: str,
+    body: _BodyStyle,
+    furniture: set[int],
+    by_page: dict[int, list[Line]],
+    blocks: Sequence[Block],
+    position: dict[int, int],
+) -> bool:
+    if not any(c.isalpha() for c in text) or text.rstrip().endswith(_SENTENCE_END):
+        return False
+    if _TOC_ENTRY.search(text):
+        return False  # "2.1 Scope . . . . 7": a table-of-contents entry
+    if all(id(ln) in furniture for ln in block.lines):
+        return False  # a running head or foot, repeated on every page
+    ratio = block.height / max(body.size, 0.1)
+    larger = block.height >= body.size * 1.15 + 0.5
+    # Strong cues set a heading apart from the running text on their own: a
+    # clearly larger size, or bold where the body is not.
+    strong = larger or (block.bold and not body.bold)
+    if not strong:
+        # Weak cues (slightly larger, another face) also mark captions, code and
+        # call-outs; with section numbering in front they make a heading.
+        faces = {ln.font for ln in block.lines}
+        other_face = (
+            bool(body.face)
+            and len(faces) == 1
+            and "" not in faces
+            and body.face not in faces
+            and ratio >= 0.97
+            and not any(is_mono_face(f) or is_symbol_face(f) for f in faces)  # code, dingbats
+        )
+        if not ((ratio >= 1.05 or other_face) and _SECTION_NUMBER.match(text)):
+            return False
+    # Short: a heading is a phrase, not a paragraph. Titles set large may wrap twice.
+    if len(text) > 120 or len(block.lines) > (3 if larger else 2):
+        return False
+    first, last = block.lines[0], block.lines[-1]
+    mine = {id(ln) for ln in block.lines}
+    page_lines = [ln for ln in by_page.get(first.page_no, []) if id(ln) not in mine]
+    # A heading introduces text below it. A styled line with nothing under it,
+    # set off by several blank lines from the text above, is a page footer.
+    if not any(ln.top >= last.bottom - 0.5 for ln in page_lines):
+        above = [ln.bottom for ln in page_lines if ln.bottom <= first.top + 0.5]
+        if not above or first.top - max(above) > 3 * first.height:
+            return False
+    # A bold phrase that the next line continues in lower case, at the same
+    # size, is emphasis inside a sentence, not a heading.
+    nxt_i = position[id(block)] + 1
+    if not larger and nxt_i < len(blocks):
+        nl = blocks[nxt_i].lines[0]
+        if (
+            nl.page_no == last.page_no
+            and 0 <= nl.top - last.bottom < 0.9 * last.height
+            and abs(nl.fsize - last.fsize) <= 0.05 * last.fsize
+            and nl.text.strip()[:1].islower()
+        ):
+            return False
+    if not larger:
+        # Cells of a table row: several short pieces side by side, or a
+        # same-styled neighbour on the row (a header row). A heading stands
+        # alone on its row of its column.
+        mates = [
+            ln
+            for ln in page_lines
+            if min(ln.bottom, first.bottom) - max(ln.top, first.top) >= 0.5 * first.height
+        ]
+        if len(mates) >= 2 or any(
+            (m.bold >= FULL_BOLD) == (first.bold >= FULL_BOLD)
+            and m.font == first.font
+            and abs(m.fsize - first.fsize) <= 0.05 * first.fsize
+            and len(m.text) < 60
+            for m in mates
+        ):
+            return False
+    return True

@@ -1,0 +1,72 @@
+"""The model-free PDF path: text layer -> paragraphs, headings, lists and tables; OCR
+for scanned pages.
+
+The text layer (``parsers.pdf.textlayer``) gives lines with typography and words;
+pages without a usable text layer (scans, and pages whose text layer failed)
+are OCR'd (``parsers.pdf.ocr``) and their lines join the others; tables are
+found on the text-layer pages (``parsers.pdf.tables``); everything is assembled
+into one DoclingDocument (``parsers.pdf.assemble``) with the outline's headings
+(``parsers.pdf.headings``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from corpusflow.settings import ParseSettings
+from parsers.models import BackendResult, ParseWarning
+from parsers.pdf.primitives import page_sizes
+
+
+def parse_offline(path: Path, settings: ParseSettings) -> BackendResult:
+    """Structured DoclingDocument of a PDF without layout models, and which pages
+    could not be read.
+
+    A page whose text layer failed is OCR'd like a scan when OCR is on; it is
+    missing only if that fails too (or OCR is off).
+    """
+    from parsers.pdf.assemble import lines_to_document
+    from parsers.pdf.headings import read_outline
+    from parsers.pdf.tables import detect_tables
+    from parsers.pdf.textlayer import native_content
+
+    content = native_content(path)
+    lines, sizes = content.lines, content.sizes
+    warnings = list(content.warnings)
+    parser = "pdf-offline"
+    failed = sorted(content.failed_pages)
+    warnings += [ParseWarning("pdf", "text layer failed", p) for p in failed]
+    scanned: list[int] = []
+    missing = failed
+    if settings.ocr:
+        chars: dict[int, int] = {}
+        for line in lines:
+            chars[line.page_no] = chars.get(line.page_no, 0) + len(line.text.strip())
+        scanned = sorted(
+            {p for p in sizes if chars.get(p, 0) < settings.ocr_min_chars_per_page} | set(failed)
+        )
+        if scanned:
+            from parsers.pdf.ocr import ocr_pdf_pages
+
+            ocr_lines, ocr_warnings, ocr_failed = ocr_pdf_pages(path, scanned, settings)
+            warnings += ocr_warnings
+            missing = sorted(set(ocr_failed))
+            redone = set(scanned) - set(ocr_failed)
+            lines = [ln for ln in lines if ln.page_no not in redone] + ocr_lines
+            lines.sort(key=lambda ln: ln.page_no)  # stable: keeps order inside a page
+            if redone:
+                parser = "pdf-offline+ocr"
+            recovered = [p for p in failed if p in redone and p not in sizes]
+            if recovered:
+                sizes = {**sizes, **page_sizes(path, recovered)}
+    text_words = {p: ws for p, ws in content.words.items() if p not in set(scanned)}
+    tables, table_warnings = detect_tables(path, text_words)
+    warnings += table_warnings
+    return BackendResult(
+        doc=lines_to_document(lines, sizes, path.stem, read_outline(path), tables),
+        parser=parser,
+        warnings=warnings,
+        missing_pages=missing,
+        partial=content.partial,
+        page_count=content.page_count,
+    )

@@ -1,0 +1,324 @@
+"""Shared primitives of the PDF package: lines, words, script and font tests, markers,
+clustering, and pdfium access.
+
+Every other module of ``parsers.pdf`` imports from here and nothing here imports
+from them, so the package has no import cycles. Coordinates are PDF points with
+a top-left origin (y grows downwards) everywhere in the package.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import re
+import unicodedata
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One line of text on a page.
+
+    The typographic fields are known for text-layer lines only; OCR lines keep
+    the defaults (size 0 means: use the box height).
+    """
+
+    page_no: int
+    text: str
+    left: float
+    top: float
+    right: float
+    bottom: float
+    size: float = 0.0  # median glyph-box height of its words: a font-size proxy
+    bold: float = 0.0  # share of its letters set in a bold face
+    font: str = ""  # the face most of its letters are set in
+    bullet: bool = False  # starts with a lone glyph from a symbol font (a drawn bullet)
+
+    @property
+    def height(self) -> float:
+        return max(self.bottom - self.top, 0.1)
+
+    @property
+    def fsize(self) -> float:
+        return self.size if self.size > 0 else self.height
+
+
+@dataclass(frozen=True, slots=True)
+class Word:
+    """One word of the text layer, in content-stream order on its page."""
+
+    text: str
+    left: float
+    top: float
+    right: float
+    bottom: float
+    font: str = ""
+    order: int = 0
+
+    @property
+    def cx(self) -> float:
+        return (self.left + self.right) / 2
+
+    @property
+    def cy(self) -> float:
+        return (self.top + self.bottom) / 2
+
+    @property
+    def height(self) -> float:
+        return max(self.bottom - self.top, 0.1)
+
+
+# --------------------------------------------------------------------------- #
+# Scripts and joining text
+# --------------------------------------------------------------------------- #
+
+# Chinese and Japanese run words together, so their pieces join without a space.
+# Korean separates words with spaces like Latin scripts do, so it is not here.
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
+
+
+def is_cjk(ch: str) -> bool:
+    return bool(ch) and bool(_CJK.match(ch))
+
+
+def is_rtl(text: str) -> bool:
+    """Most of the letters are of a right-to-left script (Arabic, Hebrew, Persian)."""
+    strong = [unicodedata.bidirectional(c) for c in text if c.isalpha()]
+    rtl = sum(1 for b in strong if b in ("R", "AL"))
+    return rtl * 2 > len(strong) > 0
+
+
+def join_pieces(pieces: Iterable[str]) -> str:
+    """Pieces of running text (lines of a paragraph, words of a cell) as one string:
+    a hyphenated word re-joined, CJK pieces joined without a space."""
+    out = ""
+    for raw in pieces:
+        piece = raw.strip()
+        if not piece:
+            continue
+        if not out:
+            out = piece
+        elif out.endswith("-") and not out.endswith(" -") and piece[:1].islower():
+            out = out[:-1] + piece
+        elif is_cjk(out[-1:]) and is_cjk(piece[:1]):
+            out += piece
+        else:
+            out += " " + piece
+    return out
+
+
+# --------------------------------------------------------------------------- #
+# List markers
+# --------------------------------------------------------------------------- #
+
+# A list marker: a bullet glyph, or numbering "1.", "(a)", "iv)".
+_BULLETS = r"[•●▪◦‣∙·\-–*]"
+_NUMBERING = r"\(?(?:\d{1,3}|[a-zA-Z]|[ivxlc]{1,5})[.)]"
+# The marker standing alone (a hanging marker, a table cell).
+MARKER = re.compile(rf"^(?:{_BULLETS}|{_NUMBERING})$")
+# Numbering alone: the item is enumerated.
+NUMBERING = re.compile(rf"^{_NUMBERING}$")
+# A line that starts with a marker and goes on with text: a list item.
+LIST_START = re.compile(rf"^(?:{_BULLETS}|{_NUMBERING})\s+\S")
+
+
+# --------------------------------------------------------------------------- #
+# Fonts
+# --------------------------------------------------------------------------- #
+
+# Faces by name. PDF font names carry the weight by convention ("Arial-BoldMT",
+# "MyriadPro-Bd", "NotoSansCJKkr-Black"; TeX's Computer Modern "CMBX12", "SFBX1000").
+_BOLD_WORDS = re.compile(r"bold|black|heavy|demi", re.I)
+# Abbreviated weights as a separate part of the name: "MyriadPro-Bd", "MyriadBdIt",
+# URW's "NimbusRomNo9L-Medi" (their bold); TeX's bold extended "CMBX12", "SFBX1000".
+_BOLD_PARTS = {"bd", "medi", "hv", "blk"}
+_TEX_BOLD = re.compile(r"^(?:cm|sf|lm|ec|tc)bx", re.I)
+_SYMBOL_FACE = re.compile(r"symbol|dingbat|wingding|webding|zapf|marlett|fontawesome", re.I)
+# Fixed-pitch faces: code, listings, typewriter text. URW's "NimbusMonL" is Courier.
+_MONO_FACE = re.compile(
+    r"mono|courier|nimbusmon|consol|menlo|inconsolata|andale|sourcecode|firacode"
+    r"|letter ?gothic|cmtt|sftt|typewriter",
+    re.I,
+)
+
+
+def face_name(font_name: str) -> str:
+    """'/ABCDEF+Arial-BoldMT' -> 'Arial-BoldMT' (drop the subset tag)."""
+    name = font_name.lstrip("/")
+    return re.sub(r"^[A-Z]{6}\+", "", name)
+
+
+def is_bold_face(face: str) -> bool:
+    if _BOLD_WORDS.search(face) or _TEX_BOLD.match(face):
+        return True
+    parts = re.findall(r"[A-Z][a-z]*|[a-z]+", face)  # camel case, '-' and ',' split
+    return any(p.lower() in _BOLD_PARTS for p in parts[1:])
+
+
+def is_symbol_face(face: str) -> bool:
+    return bool(_SYMBOL_FACE.search(face))
+
+
+def is_mono_face(face: str) -> bool:
+    return bool(_MONO_FACE.search(face))
+
+
+# --------------------------------------------------------------------------- #
+# Clustering
+# --------------------------------------------------------------------------- #
+
+
+def cluster(items: Iterable[T], key: Callable[[T], float], tol: float) -> list[list[T]]:
+    """Items sorted by ``key``, in runs whose consecutive keys are within ``tol``."""
+    out: list[list[T]] = []
+    last = 0.0
+    for item in sorted(items, key=key):
+        k = key(item)
+        if out and k - last <= tol:
+            out[-1].append(item)
+        else:
+            out.append([item])
+        last = k
+    return out
+
+
+def cluster_values(values: Iterable[float], tol: float) -> list[float]:
+    """Sorted representatives of values, those within tol of each other merged."""
+    return [sum(g) / len(g) for g in cluster(values, float, tol)]
+
+
+class DisjointSets:
+    """Union-find over 0..n-1 (path halving)."""
+
+    def __init__(self, n: int) -> None:
+        self.parent = list(range(n))
+
+    def find(self, i: int) -> int:
+        parent = self.parent
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    def union(self, a: int, b: int) -> None:
+        self.parent[self.find(a)] = self.find(b)
+
+    def groups(self) -> list[list[int]]:
+        """Members of each set, in order of first member."""
+        out: dict[int, list[int]] = {}
+        for i in range(len(self.parent)):
+            out.setdefault(self.find(i), []).append(i)
+        return list(out.values())
+
+
+# --------------------------------------------------------------------------- #
+# pdfium
+# --------------------------------------------------------------------------- #
+
+
+@contextlib.contextmanager
+def open_pdf(path: Path) -> Iterator[Any]:
+    """A pypdfium2 document, closed afterwards."""
+    import pypdfium2 as pdfium
+
+    pdf = pdfium.PdfDocument(path)
+    try:
+        yield pdf
+    finally:
+        pdf.close()
+
+
+@contextlib.contextmanager
+def open_page(pdf: Any, page_no: int) -> Iterator[Any]:
+    """Page ``page_no`` (1-based) of an open document, closed afterwards."""
+    page = pdf[page_no - 1]
+    try:
+        yield page
+    finally:
+        page.close()
+
+
+def page_sizes(path: Path, page_nos: Sequence[int]) -> dict[int, tuple[float, float]]:
+    """(width, height) in points of the given 1-based pages."""
+    with open_pdf(path) as pdf:
+        sizes = {}
+        for p in page_nos:
+            width, height = pdf[p - 1].get_size()
+            sizes[p] = (float(width), float(height))
+        return sizes
+
+
+def _transform(m: tuple[float, ...], x: float, y: float) -> tuple[float, float]:
+    a, b, c, d, e, f = m
+    return a * x + c * y + e, b * x + d * y + f
+
+
+def _compose(outer: tuple[float, ...], inner: tuple[float, ...]) -> tuple[float, ...]:
+    """Matrix of applying ``inner`` first, then ``outer`` (PDF row-vector convention)."""
+    a1, b1, c1, d1, e1, f1 = inner
+    a2, b2, c2, d2, e2, f2 = outer
+    return (
+        a1 * a2 + b1 * c2,
+        a1 * b2 + b1 * d2,
+        c1 * a2 + d1 * c2,
+        c1 * b2 + d1 * d2,
+        e1 * a2 + f1 * c2 + e2,
+        e1 * b2 + f1 * d2 + f2,
+    )
+
+
+_IDENTITY = (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
+
+
+def walk_objects(
+    page: Any,
+    kinds: set[int],
+    parent: Any = None,
+    matrix: tuple[float, ...] = _IDENTITY,
+    depth: int = 0,
+) -> list[tuple[Any, int, tuple[float, float, float, float]]]:
+    """(object, type, page-space bounds l, b, r, t) of the page's objects of the given
+    pdfium types, descending into Form XObjects (whose content has its own matrix)."""
+    import pypdfium2.raw as pdfium_c
+
+    out: list[tuple[Any, int, tuple[float, float, float, float]]] = []
+    if parent is None:
+        count = pdfium_c.FPDFPage_CountObjects(page.raw)
+    else:
+        count = pdfium_c.FPDFFormObj_CountObjects(parent)
+    for i in range(max(count, 0)):
+        if parent is None:
+            obj = pdfium_c.FPDFPage_GetObject(page.raw, i)
+        else:
+            obj = pdfium_c.FPDFFormObj_GetObject(parent, i)
+        if not obj:
+            continue
+        kind = pdfium_c.FPDFPageObj_GetType(obj)
+        if kind == pdfium_c.FPDF_PAGEOBJ_FORM:
+            if depth < 8:
+                fm = pdfium_c.FS_MATRIX()
+                if pdfium_c.FPDFPageObj_GetMatrix(obj, ctypes.byref(fm)):
+                    inner: tuple[float, ...] = (fm.a, fm.b, fm.c, fm.d, fm.e, fm.f)
+                else:
+                    inner = _IDENTITY
+                out += walk_objects(page, kinds, obj, _compose(matrix, inner), depth + 1)
+            continue
+        if kind not in kinds:
+            continue
+        l_, b_, r_, t_ = (ctypes.c_float() for _ in range(4))
+        if not pdfium_c.FPDFPageObj_GetBounds(
+            obj, ctypes.byref(l_), ctypes.byref(b_), ctypes.byref(r_), ctypes.byref(t_)
+        ):
+            continue
+        corners = [
+            _transform(matrix, x, y) for x in (l_.value, r_.value) for y in (b_.value, t_.value)
+        ]
+        xs = [p[0] for p in corners]
+        ys = [p[1] for p in corners]
+        out.append((obj, kind, (min(xs), min(ys), max(xs), max(ys))))
+    return out

@@ -1,0 +1,313 @@
+"""The text layer of a PDF: lines with typography, and words, per page.
+
+docling's NativePdfPipeline (no models, works offline) yields the text layer as
+lines and words in content-stream order, with boxes and font names but no
+structure. Here each word is given to the line whose box holds it, a line gets
+its typography (glyph height, share of bold letters, main face, a drawn bullet),
+fonts docling-parse could only name by resource key are named through pdfium,
+and the pieces of one visual line are joined in reading order.
+"""
+
+from __future__ import annotations
+
+import functools
+import unicodedata
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from parsers.models import ParseWarning
+from parsers.pdf.primitives import (
+    MARKER,
+    Line,
+    Word,
+    face_name,
+    is_bold_face,
+    is_rtl,
+    is_symbol_face,
+    open_page,
+    open_pdf,
+    walk_objects,
+)
+
+
+@dataclass(slots=True)
+class TextLayer:
+    lines: list[Line]
+    sizes: dict[int, tuple[float, float]]
+    warnings: list[ParseWarning]
+    words: dict[int, list[Word]] = field(default_factory=dict)
+    # 1-based pages whose text layer docling could not read (the others parsed).
+    failed_pages: list[int] = field(default_factory=list)
+    # docling reported a partial conversion that no page list explains.
+    partial: bool = False
+    page_count: int = 0
+
+
+def _resolve_fonts(path: Path, words: dict[int, list[Word]], keys: dict[int, set[str]]) -> None:
+    """Replace resource keys ('/F3') by base font names ('Helvetica-Bold') in place.
+
+    docling-parse names a font by its resource key when the font is not embedded
+    (the 14 standard fonts, typically); pdfium reads the BaseFont. Each word takes
+    the name of the text object that covers its centre.
+    """
+    import ctypes
+
+    import pypdfium2.raw as pdfium_c
+
+    with open_pdf(path) as pdf:
+        for page_no in sorted(keys):
+            if not 1 <= page_no <= len(pdf):
+                continue
+            with open_page(pdf, page_no) as page:
+                height = page.get_height()
+                spans: list[tuple[float, float, float, float, str]] = []
+                for obj, _kind, (left, bottom, right, top) in walk_objects(
+                    page, {pdfium_c.FPDF_PAGEOBJ_TEXT}
+                ):
+                    font = pdfium_c.FPDFTextObj_GetFont(obj)
+                    if not font:
+                        continue
+                    buf = ctypes.create_string_buffer(256)
+                    n = pdfium_c.FPDFFont_GetBaseFontName(font, buf, 256)
+                    name = buf.value.decode("latin-1") if n else ""
+                    if name:
+                        spans.append((left, height - top, right, height - bottom, name))
+                if not spans:
+                    continue
+                out: list[Word] = []
+                for w in words.get(page_no, []):
+                    if w.font in keys[page_no]:
+                        for sl, st, sr, sb, name in spans:
+                            if sl - 0.5 <= w.cx <= sr + 0.5 and st - 0.5 <= w.cy <= sb + 0.5:
+                                w = replace(w, font=name)
+                                break
+                    out.append(w)
+                words[page_no] = out
+
+
+def _line_from_words(page_no: int, text: str, box: tuple[float, ...], ws: list[Word]) -> Line:
+    left, top, right, bottom = box
+    letters = [(w, sum(ch.isalnum() for ch in w.text)) for w in ws if not is_symbol_face(w.font)]
+    letters = [(w, n) for w, n in letters if n]
+    size = 0.0
+    bold = 0.0
+    font = ""
+    if letters:
+        # Character-weighted median glyph height: one tall glyph (a checkbox,
+        # a superscript, a symbol) does not make the line look larger.
+        heights = sorted((w.height, n) for w, n in letters)
+        half = sum(n for _, n in heights) / 2
+        acc = 0
+        for h, n in heights:
+            acc += n
+            if acc >= half:
+                size = h
+                break
+        total = sum(n for _, n in letters)
+        bold = sum(n for w, n in letters if is_bold_face(w.font)) / total
+        faces: dict[str, int] = {}
+        for w, n in letters:
+            faces[w.font] = faces.get(w.font, 0) + n
+        font = max(faces.items(), key=lambda kv: kv[1])[0]
+    bullet = False
+    if len(ws) >= 2:
+        w0 = min(ws, key=lambda w: w.order)
+        glyph = w0.text.strip()
+        # Word processors draw bullets as a glyph of Symbol or Wingdings ("·",
+        # "§", "Ø", a box), which the text layer spells as a random letter.
+        bullet = len(glyph) == 1 and (
+            is_symbol_face(w0.font)
+            or (not glyph.isalnum() and unicodedata.category(glyph) in ("Co", "Cc", "So"))
+        )
+    return Line(page_no, text, left, top, right, bottom, size, bold, font, bullet)
+
+
+def _merge_row_fragments(lines: list[Line]) -> list[Line]:
+    """Join consecutive pieces of one visual line, drop overprinted duplicates.
+
+    The text layer splits a line where the writing direction changes (an English
+    word in Arabic text), where the font changes, or at a tab; those pieces sit
+    on one baseline a space or a tab apart. They are joined in the order the
+    writing direction reads them: right to left for a right-to-left line,
+    content-stream order otherwise. A piece drawn twice (fake bold, a glyph
+    overprinted) is kept once.
+    """
+    out: list[Line] = []
+    for ln in lines:
+        if out:
+            prev = out[-1]
+            overlap = min(prev.bottom, ln.bottom) - max(prev.top, ln.top)
+            if prev.page_no == ln.page_no and overlap >= 0.6 * min(prev.height, ln.height):
+                if (
+                    ln.left >= prev.left - 1
+                    and ln.right <= prev.right + 1
+                    and ln.text.strip() in prev.text
+                ):
+                    continue  # an overprinted copy
+                if (
+                    prev.left >= ln.left - 1
+                    and prev.right <= ln.right + 1
+                    and prev.text.strip() in ln.text
+                ):
+                    out[-1] = ln  # the copy came first
+                    continue
+                gap = max(ln.left - prev.right, prev.left - ln.right)
+                # Up to ~1.5 em apart: a space, a bidi break or a tab after a
+                # section number. Table columns and column gutters are wider.
+                # A lone list marker hangs further out from its item's text.
+                em = max(prev.height, ln.height)
+                reach = 4.0 * em if MARKER.match(prev.text.strip()) else 1.5 * em
+                if (
+                    abs(prev.fsize - ln.fsize) <= 0.2 * max(prev.fsize, ln.fsize)
+                    and -1.0 <= gap <= reach
+                    and (gap <= 1.5 * em or ln.left > prev.right)
+                ):
+                    out[-1] = _join(prev, ln)
+                    continue
+        out.append(ln)
+    return out
+
+
+def _join(a: Line, b: Line) -> Line:
+    rtl = is_rtl(a.text + b.text)
+    first, second = (a, b)
+    if rtl and b.right > a.right:
+        first, second = b, a
+    na, nb = len(a.text), len(b.text)
+    bold = (a.bold * na + b.bold * nb) / max(na + nb, 1)
+    head, tail = first.text.rstrip(), second.text.lstrip()
+    gap = max(b.left - a.right, a.left - b.right)
+    # Pieces that touch were cut inside a word (or before its punctuation),
+    # unless the script changes there (an English word inside Arabic text).
+    dirs = {unicodedata.bidirectional(c) for c in (head[-1:] + tail[:1])}
+    spaced = first.text[-1:].isspace() or second.text[:1].isspace()
+    glued = (
+        gap <= 0.15 * max(a.height, b.height)
+        and not spaced
+        and not (dirs & {"R", "AL"} and "L" in dirs)
+    )
+    return Line(
+        a.page_no,
+        head + ("" if glued else " ") + tail,
+        min(a.left, b.left),
+        min(a.top, b.top),
+        max(a.right, b.right),
+        max(a.bottom, b.bottom),
+        (a.size * na + b.size * nb) / max(na + nb, 1) if a.size and b.size else a.size or b.size,
+        bold,
+        a.font if na >= nb else b.font,
+        first.bullet,
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def native_converter() -> Any:
+    """One converter per parser process: building it costs seconds, converting reuses it."""
+    from docling.datamodel.base_models import InputFormat
+    from docling.datamodel.pipeline_options import NativePdfPipelineOptions
+    from docling.document_converter import DocumentConverter, PdfFormatOption
+    from docling.pipeline.native_pdf_pipeline import NativePdfPipeline
+
+    opts = NativePdfPipelineOptions(
+        generate_page_images=False, generate_picture_images=False, parser_threads=1
+    )
+    return DocumentConverter(
+        format_options={
+            InputFormat.PDF: PdfFormatOption(pipeline_cls=NativePdfPipeline, pipeline_options=opts)
+        }
+    )
+
+
+def native_content(path: Path) -> TextLayer:
+    """Text layer (lines with typography, and words) of every page, via docling's
+    model-free NativePdfPipeline. Raises ParseError when docling cannot read the file."""
+    from docling_core.types.doc import CoordOrigin
+
+    from parsers.docling_backend import conversion_result
+
+    result = native_converter().convert(path, raises_on_error=False)
+    converted = conversion_result(result, "pdf-offline")
+    warnings = converted.warnings
+    doc = converted.doc
+    sizes = {no: (p.size.width, p.size.height) for no, p in doc.pages.items()}
+
+    def top_left(box: Any, page_h: float) -> tuple[float, float, float, float]:
+        if box.coord_origin == CoordOrigin.BOTTOMLEFT:
+            box = box.to_top_left_origin(page_height=page_h)
+        return (box.l, box.t, box.r, box.b)
+
+    parsed = {p.page_no: p.parsed_page for p in result.pages if p.parsed_page is not None}
+    words: dict[int, list[Word]] = {}
+    # Fonts docling-parse could only name by their resource key ("/F3").
+    unresolved: dict[int, set[str]] = {}
+    raw_lines: dict[int, list[tuple[str, tuple[float, float, float, float]]]] = {}
+    for page_no, page in parsed.items():
+        page_h = sizes.get(page_no, (0.0, 0.0))[1]
+        ws = []
+        for i, cell in enumerate(page.word_cells):
+            if not cell.text.strip():
+                continue
+            l_, t_, r_, b_ = top_left(cell.rect.to_bounding_box(), page_h)
+            font_name = getattr(cell, "font_name", "") or ""
+            face = face_name(font_name)
+            if font_name and font_name == getattr(cell, "font_key", ""):
+                unresolved.setdefault(page_no, set()).add(face)
+            ws.append(Word(cell.text, l_, t_, r_, b_, face, i))
+        words[page_no] = ws
+        raw_lines[page_no] = [
+            (cell.text, top_left(cell.rect.to_bounding_box(), page_h))
+            for cell in page.textline_cells
+            if cell.text
+        ]
+    if unresolved:
+        try:
+            _resolve_fonts(path, words, unresolved)
+        except Exception as exc:  # typography is a hint; the text stands without it
+            warnings.append(ParseWarning("pdf", f"font names: {exc}"))
+
+    failed: list[int] = []
+    partial = False
+    if parsed:
+        page_total = max(converted.page_count, len(sizes))
+        failed = [p for p in range(1, page_total + 1) if p not in parsed]
+    elif converted.partial:
+        partial = True
+        warnings.append(ParseWarning("pdf", "partial conversion without per-page results"))
+    lines: list[Line] = []
+    if parsed:
+        for page_no in sorted(raw_lines):
+            page_lines = raw_lines[page_no]
+            # Each word belongs to the line whose box holds its centre (bucketed by y).
+            buckets: dict[int, list[int]] = {}
+            for k, (_text, (_l, t_, _r, b_)) in enumerate(page_lines):
+                for y in range(int(t_ // 8), int(b_ // 8) + 1):
+                    buckets.setdefault(y, []).append(k)
+            owned: list[list[Word]] = [[] for _ in page_lines]
+            for w in words.get(page_no, []):
+                best = None
+                for k in buckets.get(int(w.cy // 8), []):
+                    text, (l_, t_, r_, b_) = page_lines[k]
+                    if l_ - 0.5 <= w.cx <= r_ + 0.5 and t_ - 0.5 <= w.cy <= b_ + 0.5:
+                        area = (r_ - l_) * (b_ - t_)
+                        score = (w.text.strip() not in text, area)
+                        if best is None or score < best[0]:
+                            best = (score, k)
+                if best is not None:
+                    owned[best[1]].append(w)
+            built = [
+                _line_from_words(page_no, text, box, owned[k])
+                for k, (text, box) in enumerate(page_lines)
+            ]
+            lines += _merge_row_fragments(built)
+    else:  # no parsed pages kept: fall back to the document's text items
+        for item, _level in doc.iterate_items():
+            text = getattr(item, "text", "")
+            provs = getattr(item, "prov", None)
+            if not text or not provs:
+                continue
+            prov = provs[0]
+            page_h = sizes.get(prov.page_no, (0.0, 0.0))[1]
+            lines.append(Line(prov.page_no, text, *top_left(prov.bbox, page_h)))
+    page_count = max([len(sizes), *failed, *sizes], default=0)
+    return TextLayer(lines, sizes, warnings, words, failed, partial, page_count)
