@@ -17,6 +17,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from corpusflow.errors import DocumentError
 from corpusflow.settings import Settings
 from sources import SourceFile, doc_id_for, open_source
 from storage import Store
@@ -93,6 +94,17 @@ def _check_table(store: Store, table: str, report: VerifyReport) -> None:
     report.violations.extend(f"{table}: {p}" for p in store.validate(suffix, dim))
 
 
+def _parsed_text(store: Store, src: Any, f: SourceFile, settings: Settings) -> bool:
+    """Whether the parse cache holds a parse of the file's current bytes that has text."""
+    from parsers import ParsedDocument, parser_fingerprint
+
+    try:
+        cached = store.get_parsed(src.content_hash(f), parser_fingerprint(settings.parse))
+    except (OSError, DocumentError):
+        return False
+    return cached is not None and bool(ParsedDocument.from_json(cached).markdown.strip())
+
+
 def _check_source(
     store: Store,
     active: dict[str, Any],
@@ -127,6 +139,10 @@ def _check_source(
         if row["status"] != "indexed":
             if not row["error_category"]:
                 report.violations.append(f"{f.rel_path}: {row['status']} without a reason")
+            elif row["error_category"] == "empty" and _parsed_text(store, src, f, settings):
+                report.violations.append(
+                    f"{f.rel_path}: failed as empty although its parse produced text"
+                )
             continue
         same_stat = f.hint_matches(row["size"], row["mtime"], row.get("etag"))
         if rehash or not same_stat:

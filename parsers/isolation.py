@@ -127,8 +127,18 @@ class _Worker:
             return 0
 
     def kill(self) -> None:
+        """Kill the child and everything it started (a LibreOffice ``soffice`` that
+        docling runs in its own session would otherwise outlive it)."""
+        import psutil
+
+        descendants: list[psutil.Process] = []
+        with contextlib.suppress(psutil.Error, ValueError):
+            descendants = psutil.Process(self.proc.pid).children(recursive=True)
         with contextlib.suppress(Exception):
             self.proc.kill()
+        for proc in descendants:
+            with contextlib.suppress(psutil.Error):
+                proc.kill()
         self.proc.join(timeout=5)
         with contextlib.suppress(Exception):
             self.conn.close()

@@ -18,6 +18,7 @@ import zipfile
 from pathlib import Path
 
 from corpusflow.settings import ParseSettings
+from corpusflow.zipguard import zip_problem
 from parsers.errors import Category, ParseError
 from parsers.formats import ARCHIVE_EXTENSIONS, EXTENSION_FORMATS
 
@@ -141,28 +142,11 @@ def check_zip(path: Path, settings: ParseSettings) -> None:
             infos = zf.infolist()
     except (zipfile.BadZipFile, OSError) as exc:
         raise ParseError(Category.CORRUPT, f"broken ZIP container: {exc}") from exc
-    if len(infos) > settings.zip_max_members:
-        raise ParseError(
-            Category.CORRUPT,
-            f"ZIP container has {len(infos)} members (limit {settings.zip_max_members})",
-        )
-    total = sum(i.file_size for i in infos)
-    limit = settings.zip_max_uncompressed_mb * 1024 * 1024
-    if total > limit:
-        raise ParseError(
-            Category.CORRUPT,
-            f"ZIP container inflates to {total / 2**20:.0f} MiB "
-            f"(limit {settings.zip_max_uncompressed_mb} MiB): possible zip bomb",
-        )
-    for info in infos:
-        if info.compress_size and info.file_size / info.compress_size > settings.zip_max_ratio:
-            if info.file_size < 1024 * 1024:  # tiny members compress well and are harmless
-                continue
-            raise ParseError(
-                Category.CORRUPT,
-                f"member {info.filename} compresses {info.file_size / info.compress_size:.0f}:1 "
-                f"(limit {settings.zip_max_ratio:.0f}:1): possible zip bomb",
-            )
+    problem = zip_problem(
+        infos, settings.zip_max_members, settings.zip_max_uncompressed_mb, settings.zip_max_ratio
+    )
+    if problem:
+        raise ParseError(Category.CORRUPT, problem)
     # Sizes are known to be sane now, so reading the parts' prologs is cheap.
     with zipfile.ZipFile(path) as zf:
         _check_xml_parts(zf, infos)
@@ -261,9 +245,9 @@ def precheck(path: Path, settings: ParseSettings) -> str:
         os.close(fd)
     if size == 0:
         raise ParseError(Category.EMPTY, "zero-byte file")
+    if head.startswith(b"PK\x03\x04"):
+        check_zip(path, settings)  # before anything inflates a member, even to sniff
     fmt = sniff_format(path, head)
-    if fmt in ZIP_FORMATS:
-        check_zip(path, settings)
-    elif fmt == "pdf":
+    if fmt == "pdf":
         check_pdf(path, settings)
     return fmt

@@ -64,12 +64,33 @@ def detect_encoding(raw: bytes) -> str:
         return "utf-8"
     except UnicodeDecodeError:
         pass
+    if _clean_western(raw[: _SAMPLE * 4]):
+        return "cp1252"
     from charset_normalizer import from_bytes
 
     best = from_bytes(raw[: _SAMPLE * 4]).best()
     if best is not None and best.encoding:
         return str(best.encoding)
     return "cp1252"
+
+
+# What Windows-1252 text from Western Europe holds beyond ASCII: accented letters of
+# Latin-1 and typographic punctuation. Bytes of another code page read as cp1252 give
+# symbols outside this set (cp1250 Polish "ł" reads as "³", Cyrillic as "Ïðè").
+_WESTERN = set("àáâãäåæçèéêëìíîïñòóôõöøùúûüýÿßÀÁÂÃÄÅÆÇÈÉÊËÌÍÎÏÑÒÓÔÕÖØÙÚÛÜÝ")
+_WESTERN |= set("“”‘’–—…€•«»°§£¥©®™·¼½¾×÷¡¿ªº±µ \u00a0œŒšŠžŽŸ")
+
+
+def _clean_western(raw: bytes) -> bool:
+    """Whether ``raw`` reads as cp1252 with only Western letters and punctuation beyond
+    ASCII (the most common legacy encoding of office text; charset-normalizer is
+    unreliable on short samples of it)."""
+    try:
+        text = raw.decode("cp1252")
+    except UnicodeDecodeError:
+        return False
+    extra = [ch for ch in text if ord(ch) > 127]
+    return bool(extra) and all(ch in _WESTERN for ch in extra)
 
 
 def decode(raw: bytes, what: str = "file") -> tuple[str, str]:

@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+# System packages (LibreOffice headless for legacy Office files), where possible.
+scripts/system_deps.sh
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi

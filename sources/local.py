@@ -7,14 +7,23 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterator
+import zipfile
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from corpusflow.errors import Category, ConfigurationError, DocumentError
 from corpusflow.settings import SourceSettings
+from sources.archive import (
+    extracted,
+    is_archive,
+    list_members,
+    member_hint,
+    member_sha256,
+    safe_member_name,
+)
 
 # Editor/OS droppings that are never documents.
 _SKIP_NAMES = re.compile(
@@ -39,6 +48,8 @@ class SourceFile:
     # Object stores only: the entity tag(s) of the object (and its sidecar). With the
     # size it is the change hint; local files have none and use size + mtime.
     etag: str | None = None
+    # A member of the ZIP archive at ``location`` (sources.archive): its name inside it.
+    member: str | None = None
 
     @property
     def doc_id(self) -> str:
@@ -186,17 +197,58 @@ class LocalSource:
                     str(side),
                 )
                 break
+            if self.settings.expand_archives and is_archive(name):
+                members = list_members(path, self.settings)
+                if members is not None:
+                    yield from self._members(path, rel, st.st_mtime, sidecar, members)
+                    continue
             yield SourceFile(rel, size, mtime, str(path), sidecar)
+
+    def _members(
+        self,
+        path: Path,
+        rel: str,
+        mtime: float,
+        sidecar: str | None,
+        members: Sequence[zipfile.ZipInfo],
+    ) -> Iterator[SourceFile]:
+        side_size, side_mtime = 0, None
+        if sidecar is not None:
+            with contextlib.suppress(OSError):
+                side_st = Path(sidecar).stat()
+                side_size, side_mtime = side_st.st_size, side_st.st_mtime
+        for info in sorted(members, key=lambda i: i.filename):
+            name = safe_member_name(info.filename)
+            if name is None or skipped_name(PurePosixPath(name).name):
+                continue
+            member_rel = f"{rel}/{name}"
+            if not self._wanted(member_rel):
+                continue
+            yield SourceFile(
+                member_rel,
+                info.file_size + side_size,
+                max(mtime, side_mtime or 0.0),
+                str(path),
+                sidecar,
+                etag=member_hint(info, side_mtime),
+                member=info.filename,
+            )
 
     @contextlib.contextmanager
     def fetch(self, f: SourceFile) -> Iterator[str]:
         """A local path holding the document's bytes for as long as the block runs."""
+        if f.member is not None:
+            with extracted(f.location, f.member) as path:
+                yield path
+            return
         yield f.location
 
     @staticmethod
     def content_hash(f: SourceFile) -> str:
         """SHA-256 of the document's bytes, combined with its sidecar's when there is one."""
         sidecar = None if f.sidecar is None else _sha256_file(f.sidecar)
+        if f.member is not None:
+            return combine_digests(member_sha256(f.location, f.member), sidecar)
         return combine_digests(_sha256_file(f.location), sidecar)
 
     @staticmethod

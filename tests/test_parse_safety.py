@@ -221,7 +221,8 @@ def no_heavy_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
     import parsers.docling_backend
     import parsers.unstructured_backend
 
-    monkeypatch.setattr(parsers.docling_backend, "convert", forbidden)
+    monkeypatch.setattr(parsers.docling_backend, "convert_bytes", forbidden)
+    monkeypatch.setattr(parsers.docling_backend, "parse", forbidden)
     monkeypatch.setattr(parsers.unstructured_backend, "convert", forbidden)
 
 
@@ -379,7 +380,7 @@ def test_docling_failure_falls_back_to_unstructured(
     assert doc.parser == "unstructured-fallback"
     assert "Intro text survives." in doc.markdown
     assert "# Deep Report" in doc.markdown
-    assert any(w.startswith("docling failed:") for w in doc.warnings)
+    assert any(w.source == "fallback" for w in doc.warnings)
     assert no_network == []
 
 

@@ -1,0 +1,546 @@
+"""Breadth of formats: every kind the format table lists parses from a file these tests
+make (or the repository ships), text files in any encoding, no silent loss, the
+backend contract for every row, and a hung converter (LibreOffice) killed in time."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from corpusflow.errors import Category
+from corpusflow.settings import ChunkSettings, ParseSettings
+from parsers import ParseError, ParserPool, parse_file
+from parsers.formats import EXTENSION_FORMATS, FORMATS, resolve
+from parsers.models import BackendResult
+
+needs_soffice = pytest.mark.skipif(
+    shutil.which("soffice") is None, reason="LibreOffice (soffice) is not installed"
+)
+
+
+def _text_f1(out: str, ref: str) -> float:
+    """Bag-of-words F1 (the shared parse metric's definition)."""
+    import re
+    from collections import Counter
+
+    def bag(text: str) -> Counter[str]:
+        return Counter(w.lower() for w in re.findall(r"[\w\u4e00-\u9fff]+", text))
+
+    a, b = bag(out), bag(ref)
+    common = sum((a & b).values())
+    if not common:
+        return 0.0
+    p, r = common / sum(a.values()), common / sum(b.values())
+    return 2 * p * r / (p + r)
+
+
+def _write(path: Path, text: str, encoding: str = "utf-8") -> Path:
+    path.write_bytes(text.encode(encoding))
+    return path
+
+
+# -- text families ---------------------------------------------------------------------
+
+RST = """\
+=============
+Field Manual
+=============
+
+Safety
+======
+
+Wear a helmet on the **turbine deck** at all times.
+
+Ladders
+-------
+
+A second person holds the ladder. See `the rules <https://example.com>`_.
+
+.. note:: Inspections happen weekly.
+"""
+
+ORG = """\
+#+TITLE: Release plan
+* Milestones
+Beta ships in March.
+** Risks
+| risk | owner |
+|------+-------|
+| supplier delay | Dana |
+"""
+
+ADOC = """\
+= Gateway Guide
+
+== Installation
+
+Mount the Modbus gateway on the DIN rail.
+
+== Configuration
+
+Set the baud rate to 19200.
+"""
+
+LATEX = r"""\documentclass{article}
+\begin{document}
+\section{Calibration}
+Calibrate the anemometer every six months.
+\end{document}
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "fmt", "heading", "phrase"),
+    [
+        ("manual.rst", RST, "rst", "Ladders", "second person holds the ladder"),
+        ("plan.org", ORG, "org", "Risks", "supplier delay"),
+        ("guide.adoc", ADOC, "asciidoc", "Configuration", "baud rate to 19200"),
+        ("calibration.tex", LATEX, "latex", "Calibration", "anemometer every six months"),
+    ],
+)
+def test_markup_text_keeps_headings(
+    tmp_path: Path, name: str, content: str, fmt: str, heading: str, phrase: str
+) -> None:
+    doc = parse_file(_write(tmp_path / name, content))
+    assert doc.format == fmt
+    assert phrase in " ".join(doc.markdown.split())
+    assert any(
+        line.lstrip("#").strip() == heading
+        for line in doc.markdown.splitlines()
+        if line.startswith("#")
+    ), doc.markdown
+
+
+def test_rst_heading_levels_follow_adornment_order(tmp_path: Path) -> None:
+    doc = parse_file(_write(tmp_path / "manual.rst", RST))
+    levels = {
+        line.lstrip("#").strip(): len(line) - len(line.lstrip("#"))
+        for line in doc.markdown.splitlines()
+        if line.startswith("#")
+    }
+    assert levels["Safety"] < levels["Ladders"]
+    assert "Inspections happen weekly" in doc.markdown
+    assert "https://example.com" not in doc.markdown  # link targets are not text
+
+
+def test_json_yaml_ndjson_xml_keep_structure(tmp_path: Path) -> None:
+    data = {
+        "service": "billing",
+        "owners": ["ana", "li"],
+        "limits": {"requests_per_minute": 600, "burst": 50},
+        "regions": [{"name": "eu-west", "tier": 1}, {"name": "ap-east", "tier": 2}],
+    }
+    js = parse_file(_write(tmp_path / "service.json", json.dumps(data)))
+    assert js.format == "json"
+    md = " ".join(js.markdown.replace("\\_", "_").split())
+    assert "- requests_per_minute: 600" in md
+    assert "## limits" in js.markdown
+    assert "| eu-west | 1 |" in md  # a list of records is a table
+
+    import yaml
+
+    ym = parse_file(_write(tmp_path / "service.yaml", yaml.safe_dump(data)))
+    assert ym.format == "yaml" and "burst: 50" in ym.markdown
+
+    lines = [json.dumps({"id": i, "event": f"deploy {i}"}) for i in range(3)] + ["not json"]
+    nd = parse_file(_write(tmp_path / "events.ndjson", "\n".join(lines)))
+    assert nd.format == "ndjson"
+    assert "deploy 2" in nd.markdown and "not json" in nd.markdown  # no line lost
+    assert any("not JSON" in str(w) for w in nd.warnings)
+
+    xml = parse_file(
+        _write(
+            tmp_path / "catalog.xml",
+            '<?xml version="1.0"?><catalog><part id="P-7"><name>Rotor hub</name>'
+            "<weight unit='kg'>420</weight></part></catalog>",
+        )
+    )
+    assert xml.format == "xml"
+    assert "part: P-7" in xml.markdown and "Rotor hub" in xml.markdown and "420" in xml.markdown
+
+
+def test_xml_entities_are_not_expanded(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("CANARY-xml-91")
+    bomb = (
+        f'<?xml version="1.0"?><!DOCTYPE r [<!ENTITY x SYSTEM "file://{secret}">'
+        '<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">]>'
+        "<r><t>&x;</t><t>&b;</t><t>kept text</t></r>"
+    )
+    doc = parse_file(_write(tmp_path / "bomb.xml", bomb))
+    assert "CANARY-xml-91" not in doc.markdown
+    assert "aaaaaaaaaaaaaaaaaaaa" not in doc.markdown
+    assert "kept text" in doc.markdown
+
+
+def test_csv_and_tsv_become_tables(tmp_path: Path) -> None:
+    rows = "city,nightly cap\nShanghai,500\nBerlin,180\n"
+    csv = parse_file(_write(tmp_path / "caps.csv", rows))
+    tsv = parse_file(_write(tmp_path / "caps.tsv", rows.replace(",", "\t")))
+    semi = parse_file(_write(tmp_path / "caps_semicolon.csv", rows.replace(",", ";")))
+    for doc in (csv, tsv, semi):
+        assert "| Shanghai" in doc.markdown and "500" in doc.markdown, doc.markdown
+    assert (csv.format, tsv.format) == ("csv", "tsv")
+
+
+# -- encodings -------------------------------------------------------------------------
+
+_TEXT = "Überstunden werden mit 25 % vergütet.\n\n加班按百分之二十五补偿。\n"
+
+
+@pytest.mark.parametrize(
+    "encoding", ["utf-8-sig", "utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le"]
+)
+def test_unicode_encodings_with_and_without_bom(tmp_path: Path, encoding: str) -> None:
+    doc = parse_file(_write(tmp_path / "policy.txt", _TEXT, encoding))
+    assert "Überstunden" in doc.markdown and "加班按百分之二十五补偿" in doc.markdown
+
+
+@pytest.mark.parametrize(
+    ("encoding", "text"),
+    [("cp1252", "Café: Überstunden — 25 %"), ("gb18030", "固定变更窗口为每周四凌晨一点至五点")],
+)
+def test_legacy_encodings(tmp_path: Path, encoding: str, text: str) -> None:
+    body = f"{text}\n\n" * 3
+    doc = parse_file(_write(tmp_path / "legacy.txt", body, encoding))
+    assert text in doc.markdown
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-32", "utf-16-le"])
+def test_wide_encodings_for_html_markdown_csv_and_email(tmp_path: Path, encoding: str) -> None:
+    html = parse_file(
+        _write(
+            tmp_path / "page.html",
+            '<html><head><meta charset="utf-16"><title>T</title></head>'
+            "<body><h1>Zugang</h1><p>Der Schlüssel liegt am Empfang.</p></body></html>",
+            encoding,
+        )
+    )
+    assert "Schlüssel liegt am Empfang" in html.markdown
+    md = parse_file(_write(tmp_path / "notes.md", "# Übersicht\n\nAlles grün.\n", encoding))
+    assert "# Übersicht" in md.markdown and "Alles grün" in md.markdown
+    csv = parse_file(_write(tmp_path / "t.csv", "name,wert\nSchäfer,3\n", encoding))
+    assert "Schäfer" in csv.markdown
+    mail = parse_file(
+        _write(
+            tmp_path / "note.eml",
+            "From: a@example.com\nTo: b@example.com\nSubject: Grüße\n"
+            "Content-Type: text/plain; charset=utf-8\n\nDie Lieferung kommt Dienstag.\n",
+            encoding,
+        )
+    )
+    assert "Die Lieferung kommt Dienstag" in mail.markdown
+
+
+def test_binary_named_txt_is_corrupt(tmp_path: Path) -> None:
+    blob = tmp_path / "blob.txt"
+    blob.write_bytes(bytes(range(256)) * 64)
+    with pytest.raises(ParseError) as err:
+        parse_file(blob)
+    assert err.value.category == Category.CORRUPT
+
+
+def test_text_without_extension_is_read(tmp_path: Path) -> None:
+    doc = parse_file(_write(tmp_path / "README", "Run make install first.\n"))
+    assert doc.format == "txt" and "make install" in doc.markdown
+
+
+def test_unknown_kind_is_refused_by_name(tmp_path: Path) -> None:
+    path = tmp_path / "model.step"
+    path.write_bytes(b"\x00\x01\x02binary")
+    with pytest.raises(ParseError) as err:
+        parse_file(path)
+    assert err.value.category == Category.UNSUPPORTED
+    assert ".step" in err.value.message and "corpusflow formats" in err.value.message
+
+
+# -- containers: EPUB, OpenDocument and legacy Office ----------------------------------
+
+
+def _epub(path: Path) -> Path:
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("mimetype", "application/epub+zip", compress_type=zipfile.ZIP_STORED)
+        zf.writestr(
+            "META-INF/container.xml",
+            '<?xml version="1.0"?><container version="1.0" '
+            'xmlns="urn:oasis:names:tc:opendocument:xmlns:container"><rootfiles>'
+            '<rootfile full-path="OEBPS/content.opf" media-type="application/oebps-package+xml"/>'
+            "</rootfiles></container>",
+        )
+        zf.writestr(
+            "OEBPS/content.opf",
+            '<?xml version="1.0"?><package xmlns="http://www.idpf.org/2007/opf" version="3.0" '
+            'unique-identifier="id"><metadata xmlns:dc="http://purl.org/dc/elements/1.1/">'
+            '<dc:identifier id="id">x</dc:identifier><dc:title>Wind Notes</dc:title>'
+            '<dc:language>en</dc:language></metadata><manifest><item id="c1" href="c1.xhtml" '
+            'media-type="application/xhtml+xml"/></manifest><spine><itemref idref="c1"/>'
+            "</spine></package>",
+        )
+        zf.writestr(
+            "OEBPS/c1.xhtml",
+            '<?xml version="1.0"?><html xmlns="http://www.w3.org/1999/xhtml"><head>'
+            "<title>c1</title></head><body><h1>Gearbox care</h1><p>Change the gearbox oil "
+            "every 18 months.</p></body></html>",
+        )
+    return path
+
+
+def test_epub(tmp_path: Path) -> None:
+    doc = parse_file(_epub(tmp_path / "notes.epub"))
+    assert doc.format == "epub"
+    assert "gearbox oil every 18 months" in doc.markdown
+
+
+@pytest.fixture(scope="module")
+def converted(tmp_path_factory: pytest.TempPathFactory, samples_dir: Path) -> Path:
+    """The shipped samples saved by LibreOffice as 97-2003 and OpenDocument files."""
+    if shutil.which("soffice") is None:
+        pytest.skip("LibreOffice (soffice) is not installed")
+    out = tmp_path_factory.mktemp("converted")
+    jobs = [
+        ("doc", "travel_policy.docx"),
+        ("odt", "travel_policy.docx"),
+        ("xls", "component_warranty.xlsx"),
+        ("ods", "component_warranty.xlsx"),
+        ("ppt", "service_review.pptx"),
+        ("odp", "service_review.pptx"),
+    ]
+    for target, name in jobs:
+        subprocess.run(
+            [
+                "soffice",
+                "--headless",
+                f"-env:UserInstallation=file://{out}/profile",
+                "--convert-to",
+                target,
+                "--outdir",
+                str(out),
+                str(samples_dir / name),
+            ],
+            check=True,
+            capture_output=True,
+            timeout=180,
+        )
+    return out
+
+
+@pytest.mark.parametrize(
+    ("name", "fmt"),
+    [
+        ("travel_policy.doc", "doc"),
+        ("travel_policy.odt", "odt"),
+        ("component_warranty.xls", "xls"),
+        ("component_warranty.ods", "ods"),
+        ("service_review.ppt", "ppt"),
+        ("service_review.odp", "odp"),
+    ],
+)
+def test_legacy_and_opendocument_office(
+    converted: Path, samples_dir: Path, name: str, fmt: str
+) -> None:
+    doc = parse_file(converted / name)
+    modern = {"doc": "docx", "odt": "docx", "xls": "xlsx", "ods": "xlsx"}.get(fmt, "pptx")
+    original = parse_file(samples_dir / f"{Path(name).stem}.{modern}")
+    assert doc.format == fmt
+    assert _text_f1(doc.markdown, original.markdown) >= 0.9
+
+
+def test_legacy_file_without_extension_is_detected_by_content(
+    converted: Path, tmp_path: Path
+) -> None:
+    for name, fmt in (("travel_policy.doc", "doc"), ("component_warranty.xls", "xls")):
+        noext = tmp_path / Path(name).stem
+        shutil.copy(converted / name, noext)
+        assert parse_file(noext).format == fmt
+
+
+# -- images ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def scan_image(samples_dir: Path) -> Any:
+    import pypdfium2 as pdfium
+
+    pdf = pdfium.PdfDocument(samples_dir / "scanned_incident_report.pdf")
+    try:
+        return pdf[0].render(scale=2).to_pil().convert("RGB")
+    finally:
+        pdf.close()
+
+
+@pytest.mark.parametrize("ext", [".png", ".jpg", ".tiff", ".bmp", ".webp", ".gif", ".heic"])
+def test_images_through_ocr(tmp_path: Path, scan_image: Any, ext: str) -> None:
+    if ext == ".heic":
+        import pillow_heif
+
+        pillow_heif.register_heif_opener()
+    path = tmp_path / f"scan{ext}"
+    scan_image.save(path, quality=90) if ext in (".jpg", ".webp", ".heic") else scan_image.save(
+        path
+    )
+    doc = parse_file(path)
+    assert doc.format == ("heic" if ext == ".heic" else "image")
+    assert doc.parser == "ocr"
+    assert "incident" in doc.markdown.lower(), doc.markdown[:300]
+
+
+# -- no silent loss --------------------------------------------------------------------
+
+
+def _chunks(path: Path, tokenizer: Any) -> list[Any]:
+    from chunking import chunk_document
+
+    return list(chunk_document(parse_file(path), "d", tokenizer, 128, ChunkSettings()).children)
+
+
+def test_heading_only_documents_yield_chunks(tmp_path: Path, minilm_tokenizer: Any) -> None:
+    from pptx import Presentation
+
+    deck = Presentation()
+    for title in ("Quarterly review", "Hiring plan", "Open questions"):
+        slide = deck.slides.add_slide(deck.slide_layouts[5])  # title only
+        slide.shapes.title.text = title
+    deck.save(tmp_path / "titles.pptx")
+    texts = " ".join(c.text for c in _chunks(tmp_path / "titles.pptx", minilm_tokenizer))
+    for title in ("Quarterly review", "Hiring plan", "Open questions"):
+        assert title in texts
+
+    one = _write(tmp_path / "one.md", "# Only a heading\n")
+    assert [c.text for c in _chunks(one, minilm_tokenizer)] == ["Only a heading"]
+    two = _write(tmp_path / "two.txt", "Quarterly numbers\nRevenue grew 4 percent.\n")
+    chunks = _chunks(two, minilm_tokenizer)
+    assert chunks and "Revenue grew 4 percent" in " ".join(c.text for c in chunks)
+
+
+def test_heading_without_body_among_sections_is_kept(tmp_path: Path, minilm_tokenizer: Any) -> None:
+    md = _write(tmp_path / "m.md", "# Guide\n\n## Intro\n\nHello there.\n\n## Appendix Z\n")
+    texts = [c.text for c in _chunks(md, minilm_tokenizer)]
+    assert "Appendix Z" in texts and any("Hello there" in t for t in texts)
+
+
+def test_shared_heading_only_pptx(shared_corpus: Path, minilm_tokenizer: Any) -> None:
+    chunks = _chunks(shared_corpus / "pptx" / "powerpoint_bad_text.pptx", minilm_tokenizer)
+    assert chunks and any(c.text.strip() for c in chunks)
+
+
+# -- the backend contract --------------------------------------------------------------
+
+_SAMPLE_FOR = {
+    "pdf": "field_handbook.pdf",
+    "docx": "travel_policy.docx",
+    "pptx": "service_review.pptx",
+    "xlsx": "component_warranty.xlsx",
+    "html": "onboarding.html",
+    "md": "release_notes.md",
+    "image": None,  # covered by test_images_through_ocr
+}
+
+
+def _conformance_file(fmt: str, tmp_path: Path, samples_dir: Path) -> Path | None:
+    texts = {
+        "csv": ("t.csv", "a,b\n1,2\n"),
+        "tsv": ("t.tsv", "a\tb\n1\t2\n"),
+        "asciidoc": ("t.adoc", ADOC),
+        "latex": ("t.tex", LATEX),
+        "rst": ("t.rst", RST),
+        "org": ("t.org", ORG),
+        "json": ("t.json", '{"a": {"b": 1}}'),
+        "ndjson": ("t.ndjson", '{"a": 1}\n{"a": 2}\n'),
+        "yaml": ("t.yaml", "a:\n  b: 1\n"),
+        "xml": ("t.xml", "<a><b>1</b></a>"),
+        "txt": ("t.txt", "Hello.\n\nWorld.\n"),
+        "eml": ("t.eml", "From: a@b.c\nSubject: s\n\nBody text here.\n"),
+        "rtf": ("t.rtf", r"{\rtf1\ansi Hello {\b bold} world.\par}"),
+    }
+    if fmt in texts:
+        name, content = texts[fmt]
+        return _write(tmp_path / name, content)
+    if fmt == "epub":
+        return _epub(tmp_path / "t.epub")
+    if _SAMPLE_FOR.get(fmt):
+        return samples_dir / str(_SAMPLE_FOR[fmt])
+    return None
+
+
+@pytest.mark.parametrize("spec", FORMATS, ids=lambda s: s.fmt)
+def test_backend_contract(spec: Any, tmp_path: Path, samples_dir: Path) -> None:
+    """Every row: its extensions map back to it, its backend and fallback resolve, and
+    (where the tests can make a file of that kind here) the backend returns a
+    BackendResult with a document that has text."""
+    assert all(EXTENSION_FORMATS[ext] == spec.fmt for ext in spec.extensions)
+    backend = resolve(spec.backend)
+    if spec.fallback:
+        resolve(spec.fallback)
+    assert spec.missing() is None or isinstance(spec.missing(), str)
+    path = _conformance_file(spec.fmt, tmp_path, samples_dir)
+    if path is None or spec.missing():
+        return  # made and checked by the format's own test above
+    result = backend(path, spec.fmt, ParseSettings())
+    assert isinstance(result, BackendResult)
+    assert result.doc.export_to_markdown().strip()
+    assert isinstance(result.parser, str) and result.parser
+    assert all(hasattr(w, "source") and hasattr(w, "message") for w in result.warnings)
+    assert all(isinstance(p, int) for p in result.missing_pages)
+
+
+def test_missing_requirement_is_unsupported_with_instructions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, converted: Path
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no soffice, no libreoffice
+    monkeypatch.delenv("DOCLING_LIBREOFFICE_CMD", raising=False)
+    with pytest.raises(ParseError) as err:
+        parse_file(converted / "travel_policy.doc")
+    assert err.value.category == Category.UNSUPPORTED
+    assert "apt-get install" in err.value.message and "soffice" in err.value.message
+
+
+# -- a hung converter ------------------------------------------------------------------
+
+
+@needs_soffice
+def test_hung_libreoffice_is_killed_and_next_file_parses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, converted: Path, samples_dir: Path
+) -> None:
+    pidfile = tmp_path / "soffice.pid"
+    fake = tmp_path / "soffice"
+    fake.write_text(f"#!/bin/sh\necho $$ > {pidfile}\nexec sleep 600\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("DOCLING_LIBREOFFICE_CMD", str(fake))  # inherited by the children
+    with ParserPool(ParseSettings(timeout_s=8, workers=1)) as pool:
+        start = time.monotonic()
+        with pytest.raises(ParseError) as err:
+            pool.parse(converted / "travel_policy.doc")
+        assert err.value.category == Category.TIMEOUT
+        assert time.monotonic() - start < 60
+        pid = int(pidfile.read_text())
+        deadline = time.monotonic() + 10
+        while psutil.pid_exists(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        alive = psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        assert not alive, "the hung soffice outlived its parser"
+        assert "Day One" in pool.parse(samples_dir / "onboarding.html").markdown
+
+
+def test_every_shared_kind_parses(shared_corpus: Path) -> None:
+    """One file of each kind the shared corpus holds parses to text (legacy kinds need
+    LibreOffice)."""
+    kinds = sorted(p.name for p in shared_corpus.iterdir() if p.is_dir())
+    for kind in kinds:
+        if kind == "pdf_password" or (
+            kind in ("doc", "ppt", "xls") and not shutil.which("soffice")
+        ):
+            continue
+        files = sorted(
+            f for f in (shared_corpus / kind).iterdir() if f.is_file() and f.suffix != ".md"
+        )
+        for f in files[:2]:
+            doc = parse_file(f)
+            assert doc.markdown.strip(), f
