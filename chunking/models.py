@@ -14,7 +14,8 @@ if TYPE_CHECKING:
     from parsers.models import ParsedDocument
 
 # Bump when the chunk output for the same input and settings changes.
-CHUNKER_VERSION = "2"
+# 3: each chunk records its detected language (``lang``).
+CHUNKER_VERSION = "3"
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +29,7 @@ class Chunk:
     heading_path: tuple[str, ...]
     page_numbers: tuple[int, ...]
     n_tokens: int
+    lang: str = ""  # ISO 639-1 code of the chunk's main language (chunking.language)
 
     @property
     def embed_text(self) -> str:

@@ -6,6 +6,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from chunking.language import detect_languages
 from chunking.models import Chunk, ChunkSet, Contextualizer, Parent, stable_id
 from corpusflow.errors import ConfigurationError
 from corpusflow.settings import ChunkSettings
@@ -249,6 +250,7 @@ def _split_tokens(text: str, counter: TokenCounter, max_tokens: int) -> list[str
         else:
             ids = counter.tokenizer.encode(sentence, add_special_tokens=False)
             for start in range(0, len(ids), max_tokens):
+    langs = detect_languages([text for text, _h, _p in fixed])
                 pieces.append(
                     counter.tokenizer.decode(
                         ids[start : start + max_tokens], skip_special_tokens=True
@@ -258,3 +260,4 @@ def _split_tokens(text: str, counter: TokenCounter, max_tokens: int) -> list[str
     if current:
         pieces.append(current)
     return [p for p in pieces if p.strip()]
+                lang=langs[pos],

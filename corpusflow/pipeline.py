@@ -449,6 +449,7 @@ def write_batch(
                     "manifest_json": manifest,
                 }
             )
+                    "lang": c.lang or None,
         parent_rows.extend(
             {
                 "parent_id": par.parent_id,

@@ -105,6 +105,7 @@ def chunk_schema(dim: int) -> pa.Schema:
             pa.field("metadata_json", pa.string()),
             pa.field("acl_groups", pa.list_(pa.string())),  # null = readable by everyone
             pa.field("n_tokens", pa.int32()),
+            pa.field("lang", pa.string()),  # detected language, ISO 639-1 ("und" = unknown)
             pa.field("vector", pa.list_(pa.float32(), dim)),
             pa.field("sparse_ids", pa.list_(pa.int32())),  # null for dense-only models
             pa.field("sparse_weights", pa.list_(pa.float32())),

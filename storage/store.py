@@ -38,6 +38,17 @@ from storage.schema import (
 _IN_BATCH = 500
 
 
+def add_missing_columns(table: Any, schema: pa.Schema) -> list[str]:
+    """Add the columns of ``schema`` an older table lacks (as nulls): a table written
+    before a column existed (``lang``) takes new rows without a rebuild; the chunker
+    version that came with the column re-chunks its documents, which fills it."""
+    have = set(table.schema.names)
+    missing = [f for f in schema if f.name not in have]
+    if missing:
+        table.add_columns(missing)
+    return [f.name for f in missing]
+
+
 def now() -> datetime:
     return datetime.now(UTC)
 
@@ -275,6 +286,7 @@ class Store:
         """
         parents = self._open_or_create(self.parent_table_name(suffix), PARENT_SCHEMA)
         chunks = self._open_or_create(self.chunk_table_name(suffix), chunk_schema(dim))
+        add_missing_columns(chunks, chunk_schema(dim))
         scope = sql_in("doc_id", doc_ids)
         for table, rows, schema, key in (
             (parents, parent_rows, PARENT_SCHEMA, "parent_id"),
