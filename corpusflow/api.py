@@ -2,14 +2,19 @@
 
 Modes:
 - ``dense``: cosine similarity of the query embedding (LanceDB vector search);
-- ``keyword``: LanceDB full-text search (BM25) on the contextualised chunk text;
+- ``keyword``: LanceDB full-text search (BM25) on the contextualised chunk text; the
+  index segments Chinese, Japanese and Korean with ICU's dictionaries and keeps English
+  stemming and stop words (storage.maintenance.FTS_SETTINGS), and Lance tokenises the
+  query with the index's own tokenizer, so a Chinese query matches Chinese words in a
+  mixed-language table;
 - ``sparse``: BGE-M3 lexical weights, dot product of query and chunk token weights;
 - ``hybrid``: reciprocal rank fusion of dense with sparse (when the model has a
   sparse head) or keyword, ``score = sum 1 / (rrf_k + rank)``.
 
 Filters are applied inside LanceDB before ranking (prefilter), so a chunk a user
 may not read is never a candidate: ``groups`` keeps chunks whose ACL names one of
-the user's groups, or that have no ACL.
+the user's groups, or that have no ACL; ``lang`` keeps chunks detected as one of the
+given languages (chunking.language).
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ _COLUMNS = [
     "format",
     "metadata_json",
     "acl_groups",
+    "lang",
 ]
 
 
@@ -53,6 +59,7 @@ class Filters:
     format: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)  # exact values of metadata fields
     groups: Sequence[str] | None = None  # the reader's groups; None = no ACL check (admin)
+    lang: Sequence[str] | None = None  # ISO 639-1 codes of chunk languages to keep
 
     def where(self) -> str | None:
         clauses = []
@@ -64,6 +71,8 @@ class Filters:
         if self.groups is not None:
             groups = ", ".join(_quote(g) for g in self.groups) or "''"
             clauses.append(f"(acl_groups IS NULL OR array_has_any(acl_groups, [{groups}]))")
+        if self.lang:
+            clauses.append(f"lang IN ({', '.join(_quote(x.lower()) for x in self.lang)})")
         return " AND ".join(clauses) or None
 
     def accepts(self, row: dict[str, Any]) -> bool:
@@ -98,6 +107,9 @@ class Searcher:
         self.parent_table = parent_table
         self.embedder = embedder
         self.table = store.db.open_table(chunk_table)
+        # A table written before a column existed (``lang``) is read without it.
+        names = set(self.table.schema.names)
+        self.columns = [c for c in _COLUMNS if c in names]
 
     @classmethod
     def for_active(cls, settings: Settings) -> Searcher:
@@ -121,6 +133,11 @@ class Searcher:
         filters = filters or Filters()
         if mode not in MODES:
             raise ValueError(f"unknown search mode {mode!r}; one of {', '.join(MODES)}")
+        if filters.lang and "lang" not in self.columns:
+            raise ConfigurationError(
+                f"table {self.chunk_table} was built before chunk languages were recorded; "
+                "run `corpusflow ingest` again to re-chunk it, then filter by language"
+            )
         fetch = k * 10 if filters.metadata else k
         if mode == "dense":
             ranked = self._dense(query, fetch, filters)
@@ -147,7 +164,7 @@ class Searcher:
         q = (
             self.table.search(vector.tolist(), vector_column_name="vector")
             .distance_type("cosine")  # type: ignore[attr-defined]
-            .select([*_COLUMNS, "_distance"])
+            .select([*self.columns, "_distance"])
         )
         where = filters.where()
         if where:
@@ -158,7 +175,7 @@ class Searcher:
         self, query: str, limit: int, filters: Filters
     ) -> list[tuple[dict[str, Any], float]]:
         q = self.table.search(query, query_type="fts", fts_columns="embed_text").select(
-            [*_COLUMNS, "_score"]
+            [*self.columns, "_score"]
         )
         where = filters.where()
         if where:
@@ -202,7 +219,7 @@ class Searcher:
         if not top:
             return []
         rows = self.store.read_columns(
-            self.chunk_table, _COLUMNS, sql_in("chunk_id", [c for c, _ in top])
+            self.chunk_table, self.columns, sql_in("chunk_id", [c for c, _ in top])
         )
         by_id = {r["chunk_id"]: r for r in rows.to_pylist()}
         return [(by_id[c], s) for c, s in top if c in by_id]
@@ -227,6 +244,7 @@ class Searcher:
                 "context": r["context"],
                 "parent_text": parents.get(r["parent_id"], ""),
                 "format": r["format"],
+                "lang": r.get("lang"),
                 "metadata": json.loads(r["metadata_json"] or "{}"),
                 "chunk_id": r["chunk_id"],
                 "doc_id": r["doc_id"],

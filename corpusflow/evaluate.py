@@ -10,6 +10,11 @@ parent text contains the snippet, searched to depth max(k, 10). Failures:
 - ``retrieved below k``: found, but at a rank past k;
 - ``wrong document``: no result from the expected document at all (others outrank it);
 - ``not retrieved``: the document is in the results, but no retrieved passage has the snippet.
+
+Optional fields of a question line (``lang``, ``kind``, ``doc_lang``, ``split``...)
+are kept with it; ``evaluate`` reports HitRate@1/@5 and MRR@10 per value of each of
+``GROUP_FIELDS`` the set carries (per language, per question kind, per language of the
+question against the language of its document: the cross-lingual cases).
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 SearchFn = Callable[[str, int], list[dict[str, Any]]]
+# Question fields evaluate() breaks the figures down by, when the question set has them.
+GROUP_FIELDS: tuple[str, ...] = ("lang", "kind", "lang/doc_lang", "split")
 
 
 @dataclass(frozen=True)
@@ -105,6 +112,11 @@ def evaluate(questions: Sequence[Question], search: SearchFn, k: int = 5) -> dic
             }
         )
     n = max(len(questions), 1)
+    groups = {
+        key: per_group(per_question, key, k)
+        for key in GROUP_FIELDS
+        if any(all(f in pq for f in key.split("/")) for pq in per_question)
+    }
     return {
         "questions": len(questions),
         "k": k,
@@ -112,9 +124,37 @@ def evaluate(questions: Sequence[Question], search: SearchFn, k: int = 5) -> dic
         "hit_rate_at_5": round(hits5 / n, 4),
         f"hit_rate_at_{k}": round(hitsk / n, 4),
         "mrr_at_10": round(rr / n, 4),
+        "groups": groups,
         "failures": failures,
         "per_question": per_question,
     }
+
+
+def summarize(per_question: Sequence[dict[str, Any]], k: int = 5) -> dict[str, Any]:
+    """HitRate@1, @5 (and @k) and MRR@10 of some questions' ranks."""
+    ranks = [pq["rank"] for pq in per_question]
+    n = max(len(ranks), 1)
+    out = {
+        "questions": len(ranks),
+        "hit_rate_at_1": round(sum(r == 1 for r in ranks) / n, 4),
+        "hit_rate_at_5": round(sum(r is not None and r <= 5 for r in ranks) / n, 4),
+        "mrr_at_10": round(sum(1.0 / r for r in ranks if r is not None and r <= 10) / n, 4),
+    }
+    out[f"hit_rate_at_{k}"] = round(sum(r is not None and r <= k for r in ranks) / n, 4)
+    return out
+
+
+def per_group(
+    per_question: Sequence[dict[str, Any]], key: str, k: int = 5
+) -> dict[str, dict[str, Any]]:
+    """``summarize`` per value of a question field; ``a/b`` groups by both (``zh/en``:
+    Chinese questions over English documents). A question without the field is ``?``."""
+    fields = key.split("/")
+    buckets: dict[str, list[dict[str, Any]]] = {}
+    for pq in per_question:
+        value = "/".join(str(pq.get(f, "?")) for f in fields)
+        buckets.setdefault(value, []).append(pq)
+    return {value: summarize(qs, k) for value, qs in sorted(buckets.items())}
 
 
 def gate(old: dict[str, Any], new: dict[str, Any], margin: float) -> tuple[bool, str]:

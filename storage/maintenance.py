@@ -1,7 +1,13 @@
 """Indexes, compaction and version cleanup of a collection's tables.
 
 - Full-text index (Lance native) on ``embed_text`` (context + chunk), created on
-  first write and brought up to date by ``optimize`` after later writes.
+  first write and brought up to date by ``optimize`` after later writes. Its tokenizer
+  (``FTS_SETTINGS``) is ICU word segmentation: dictionary-based for Chinese, Japanese
+  and Thai, Unicode word boundaries elsewhere (Korean is written with spaces), then
+  lower case, English stemming and stop words. An index built with other settings (the
+  whitespace/punctuation "simple" tokenizer of earlier versions, which left a Chinese
+  sentence as one token) is dropped and rebuilt. Measured against n-grams and a second
+  n-gram index on the CJK characters in docs/benchmarks.md (bench/fts_tokenizers.py).
 - Vector index only above ``storage.vector_index_min_rows`` rows (below it an
   exact scan is fast and an index costs more to build than it saves):
   IVF_HNSW_SQ up to ``storage.ivf_pq_min_rows``, IVF_PQ beyond (smaller in memory).
@@ -20,6 +26,32 @@ from corpusflow.settings import StorageSettings
 from storage.store import Store
 
 log = logging.getLogger(__name__)
+
+# The full-text index's tokenizer. Lance tokenises queries with the index's own settings.
+FTS_SETTINGS: dict[str, Any] = {
+    "base_tokenizer": "icu",
+    "language": "English",
+    "stem": True,
+    "remove_stop_words": True,
+    "lower_case": True,
+    "ascii_folding": True,
+    "with_position": False,
+}
+
+
+def _fts_index(table: Any, column: str) -> Any | None:
+    for idx in table.list_indices():
+        if str(getattr(idx, "index_type", "")) == "FTS" and column in (idx.columns or []):
+            return idx
+    return None
+
+
+def fts_is_current(index: Any) -> bool:
+    """Whether an FTS index was built with ``FTS_SETTINGS`` (details Lance records)."""
+    details = getattr(index, "index_details", None) or {}
+    return all(details.get(k, v) == v for k, v in FTS_SETTINGS.items() if k != "language") and (
+        str(details.get("language", "English")).lower() == FTS_SETTINGS["language"].lower()
+    )
 
 
 def _index_names(table: Any) -> dict[str, str]:
@@ -49,9 +81,15 @@ def ensure_indexes(store: Store, table_name: str, settings: StorageSettings) -> 
     existing = _index_names(table)
     if rows == 0:
         return done
-    if "embed_text" not in existing:
-        table.create_index("embed_text", config=FTS())
-        done["embed_text"] = "created FTS"
+    fts = _fts_index(table, "embed_text")
+    if fts is not None and not fts_is_current(fts):
+        table.drop_index(fts.name)
+        existing.pop("embed_text", None)
+        fts = None
+        done["embed_text"] = "rebuilt FTS (tokenizer changed)"
+    if fts is None:
+        table.create_index("embed_text", config=FTS(**FTS_SETTINGS))
+        done.setdefault("embed_text", "created FTS")
     wanted = vector_index_type(rows, settings)
     if wanted and "vector" not in existing:
         dim = table.schema.field("vector").type.list_size

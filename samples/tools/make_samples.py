@@ -8,6 +8,9 @@ dependencies): python samples/tools/make_samples.py
 from pathlib import Path
 
 OUT = Path(__file__).resolve().parents[1] / "corpus"
+# Chinese and mixed Chinese/English documents: a corpus of their own, so the English
+# sample corpus (and the tests and quick start built on its seven files) stays as is.
+BILINGUAL = Path(__file__).resolve().parents[1] / "bilingual"
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 
 
@@ -174,6 +177,82 @@ def make_md() -> None:
     )
 
 
+def make_change_management_zh() -> None:
+    (BILINGUAL / "change_management_zh.md").write_text(
+        "# 运维变更管理规范\n\n"
+        "## 变更窗口\n\n"
+        "固定变更窗口为每周四凌晨一点至五点。窗口之外的普通变更一律顺延到下一个窗口。"
+        "节假日前一天不安排任何变更。\n\n"
+        "## 紧急变更\n\n"
+        "紧急变更须由值班经理电话批准，并在二十四小时内补录变更单。"
+        "涉及核心数据库的紧急变更还需要数据库负责人在场。\n\n"
+        "## 审批流程\n\n"
+        "普通变更至少提前三个工作日提交变更单，由变更评审委员会在每周二的例会上审批。"
+        "变更单必须写明回滚方案和影响范围。\n\n"
+        "## 回滚\n\n"
+        "变更后三十分钟内监控指标异常的，执行人必须立即回滚，不得尝试现场修复。"
+        "回滚完成后由执行人撰写事故复盘报告。\n\n"
+        "## 通知\n\n"
+        "变更开始前一小时，通过运维群和邮件通知受影响的业务方。\n",
+        encoding="utf-8",
+    )
+
+
+def make_expense_rules_zh() -> None:
+    import docx
+
+    d = docx.Document()
+    d.add_heading("差旅报销细则", 0)
+    d.add_heading("报销时限", 1)
+    d.add_paragraph("出差结束后十五个自然日内提交报销单，逾期不予报销。")
+    d.add_heading("交通", 1)
+    d.add_paragraph("高铁二等座为默认标准；单程超过六小时可乘坐飞机经济舱。出租车费用需附行程单。")
+    d.add_heading("住宿标准", 1)
+    d.add_paragraph("每晚住宿费用按城市分级报销：")
+    t = d.add_table(rows=1, cols=3)
+    t.style = "Table Grid"
+    for cell, text in zip(t.rows[0].cells, ["城市", "每晚上限", "币种"]):
+        cell.text = text
+    for row in [
+        ("北京、上海", "600", "人民币"),
+        ("其他省会城市", "450", "人民币"),
+        ("其他城市", "350", "人民币"),
+    ]:
+        cells = t.add_row().cells
+        for cell, text in zip(cells, row):
+            cell.text = text
+    d.add_heading("餐补", 1)
+    d.add_paragraph("每天餐补一百元，按出差天数发放，无需发票。")
+    d.save(BILINGUAL / "expense_rules_zh.docx")
+
+
+def make_warehouse_handbook() -> None:
+    (BILINGUAL / "warehouse_handbook.html").write_text(
+        """<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>Rotterdam Warehouse Handbook 鹿特丹仓库手册</title></head>
+<body>
+<h1>Rotterdam Warehouse Handbook 鹿特丹仓库手册</h1>
+<h2>Opening Hours</h2>
+<p>The warehouse is open from 07:00 to 19:00 on weekdays. Weekend pick-ups must be booked a
+day ahead with the duty clerk.</p>
+<h2>开放时间</h2>
+<p>仓库工作日早上七点到晚上七点开放。周末提货须提前一天向值班文员预约。</p>
+<h2>Forklift Licences</h2>
+<p>Only staff holding a valid forklift licence may drive in aisle C. Licences are renewed every
+three years at the Delft training centre.</p>
+<h2>叉车证</h2>
+<p>只有持有有效叉车证的员工才能在C通道驾驶叉车。叉车证每三年在代尔夫特培训中心更新一次。</p>
+<h2>Hazardous Goods 危险品</h2>
+<p>Lithium batteries are stored in the fire-proof cage next to gate 4.
+锂电池存放在4号门旁边的防火笼内，每周一由安全员检查。</p>
+<h2>東京からの出荷</h2>
+<p>東京からの出荷は毎週月曜日に倉庫で検品されます。破損した箱は写真を撮ってから返送してください。</p>
+</body></html>
+""",
+        encoding="utf-8",
+    )
+
+
 if __name__ == "__main__":
     OUT.mkdir(parents=True, exist_ok=True)
     make_pdf()
@@ -184,3 +263,8 @@ if __name__ == "__main__":
     make_html()
     make_md()
     print("wrote", sorted(p.name for p in OUT.iterdir()))
+    BILINGUAL.mkdir(parents=True, exist_ok=True)
+    make_change_management_zh()
+    make_expense_rules_zh()
+    make_warehouse_handbook()
+    print("wrote", sorted(p.name for p in BILINGUAL.iterdir()))

@@ -11,6 +11,7 @@ float32) for throughput benchmarks.
 
 from __future__ import annotations
 
+import string
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,27 @@ SENTENCES = [
     "Critical spares ship the same day when ordered before two in the afternoon.",
     "Fleet availability reached ninety seven percent in the third quarter.",
     "表格 中的 数据 用于 检索 测试",
+]
+# Chinese, Japanese and Korean, as in samples/bilingual and the Korean docling PDF: the
+# tiny model's vocabulary holds every character of these (WordPiece's initial alphabet),
+# so CJK text reaches BGE-M3's code path as real tokens, not <unk>, as it does with
+# BGE-M3's own XLM-R tokenizer.
+CJK_SENTENCES = [
+    "固定变更窗口为每周四凌晨一点至五点。窗口之外的普通变更一律顺延到下一个窗口。",
+    "节假日前一天不安排任何变更。紧急变更须由值班经理电话批准，并在二十四小时内补录变更单。",
+    "涉及核心数据库的紧急变更还需要数据库负责人在场。普通变更至少提前三个工作日提交变更单。",
+    "由变更评审委员会在每周二的例会上审批。变更单必须写明回滚方案和影响范围。",
+    "变更后三十分钟内监控指标异常的，执行人必须立即回滚，不得尝试现场修复。",
+    "回滚完成后由执行人撰写事故复盘报告。变更开始前一小时，通过运维群和邮件通知受影响的业务方。",
+    "运维变更管理规范 紧急变更 审批流程 回滚 通知 差旅报销细则 报销时限 交通 住宿标准 餐补",
+    "出差结束后十五个自然日内提交报销单，逾期不予报销。高铁二等座为默认标准。",
+    "单程超过六小时可乘坐飞机经济舱。出租车费用需附行程单。每晚住宿费用按城市分级报销。",
+    "城市 每晚上限 币种 北京、上海 其他省会城市 其他城市 人民币。每天餐补一百元，按出差天数发放，无需发票。",
+    "鹿特丹仓库手册 开放时间 仓库工作日早上七点到晚上七点开放。周末提货须提前一天向值班文员预约。",
+    "叉车证 只有持有有效叉车证的员工才能在C通道驾驶叉车。叉车证每三年在代尔夫特培训中心更新一次。",
+    "危险品 锂电池存放在4号门旁边的防火笼内，每周一由安全员检查。",
+    "東京からの出荷は毎週月曜日に倉庫で検品されます。破損した箱は写真を撮ってから返送してください。",
+    "코로나-19 국내 확진자는 9,661명, 사망자는 158명으로 나타났다. 변경 창은 매주 목요일 새벽입니다.",
 ]
 
 # BAAI/bge-m3's config.json, less what does not change the computation.
@@ -48,7 +70,7 @@ def build_tiny_bgem3(
     vocab_size: int | None = None,
     type_vocab_size: int | None = None,
     layer_norm_eps: float | None = None,
-    tokenizer_vocab: int = 400,
+    tokenizer_vocab: int = 900,
     corpus: Sequence[str] | None = None,
 ) -> Path:
     """A BGE-M3-layout directory with random weights; the defaults build the tiny test model.
@@ -66,10 +88,16 @@ def build_tiny_bgem3(
     tok = Tokenizer(models.WordPiece(unk_token="<unk>"))
     tok.normalizer = normalizers.BertNormalizer(lowercase=True)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    texts = list(corpus) if corpus is not None else (SENTENCES + CJK_SENTENCES) * 4
+    # Every printable ASCII character and every CJK character above is a token of its own.
+    alphabet = sorted({ch for t in CJK_SENTENCES for ch in t} | set(string.printable))
+    alphabet = [ch for ch in alphabet if not ch.isspace()]
     trainer = trainers.WordPieceTrainer(
-        vocab_size=tokenizer_vocab, special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+        vocab_size=tokenizer_vocab,
+        special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
+        initial_alphabet=alphabet,
     )
-    tok.train_from_iterator(list(corpus) if corpus is not None else SENTENCES * 4, trainer=trainer)
+    tok.train_from_iterator(texts, trainer=trainer)
     tok.post_processor = processors.TemplateProcessing(
         single="<s> $A </s>",
         pair="<s> $A </s> </s> $B </s>",
