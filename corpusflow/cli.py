@@ -442,6 +442,10 @@ def search(
         str | None,
         typer.Option("--groups", help="Comma-separated groups of the reader: ACL filter."),
     ] = None,
+    lang: Annotated[
+        str | None,
+        typer.Option("--lang", help="Only chunks in these languages (ISO 639-1, comma-separated)."),
+    ] = None,
     config: ConfigOpt = None,
     collection: CollectionOpt = None,
 ) -> None:
@@ -464,6 +468,7 @@ def search(
         format=fmt,
         metadata=metadata,
         groups=[g.strip() for g in groups.split(",") if g.strip()] if groups is not None else None,
+        lang=tuple(x.strip() for x in lang.split(",") if x.strip()) if lang else None,
     )
     try:
         hits = do_search(query, settings, k=k, mode=mode, filters=filters)  # type: ignore[arg-type]
@@ -477,7 +482,10 @@ def search(
     for h in hits:
         pages = ",".join(map(str, h["page_numbers"])) or "-"
         heading = " > ".join(h["heading_path"]) or "-"
-        typer.secho(f"#{h['rank']}  score {h['score']:.3f}  {h['path']}  p.{pages}", bold=True)
+        typer.secho(
+            f"#{h['rank']}  score {h['score']:.3f}  {h['path']}  p.{pages}  [{h['lang'] or '?'}]",
+            bold=True,
+        )
         typer.echo(f"    {heading}")
         snippet = " ".join(h["text"].split())
         typer.echo(f"    {snippet[:300]}{'…' if len(snippet) > 300 else ''}")
@@ -493,7 +501,9 @@ def eval_cmd(
     config: ConfigOpt = None,
     collection: CollectionOpt = None,
 ) -> None:
-    """HitRate@1, HitRate@5, MRR@10 and failures of a labelled question set."""
+    """HitRate@1, HitRate@5, MRR@10 and failures of a labelled question set, also per
+    language, question kind and question/document language when the lines carry
+    ``lang``, ``kind`` and ``doc_lang``."""
     settings = _settings(config, db, None, collection)
     configure_environment()
     from corpusflow.api import Searcher
@@ -514,6 +524,13 @@ def eval_cmd(
         f"{result['questions']} questions, mode {mode}: HitRate@1 {result['hit_rate_at_1']:.3f}  "
         f"HitRate@5 {result['hit_rate_at_5']:.3f}  MRR@10 {result['mrr_at_10']:.3f}"
     )
+    for key, values in result["groups"].items():
+        typer.echo(f"by {key}:")
+        for value, r in values.items():
+            typer.echo(
+                f"  {value:12s} n={r['questions']:<4d} HitRate@1 {r['hit_rate_at_1']:.3f}  "
+                f"HitRate@5 {r['hit_rate_at_5']:.3f}  MRR@10 {r['mrr_at_10']:.3f}"
+            )
     for row in result["per_question"]:
         rank = row["rank"] if row["rank"] is not None else "-"
         typer.echo(f"  rank {rank!s:>2}  {row['question']}")
