@@ -110,3 +110,24 @@ def test_archive_itself_is_refused_with_a_reason(tmp_path: Path) -> None:
         parse_file(path)
     assert err.value.category == Category.UNSUPPORTED
     assert "archive.zip/member" in err.value.message
+
+
+def test_verify_flags_text_failed_as_empty(tmp_path: Path) -> None:
+    """A document whose cached parse has text must never stand in the ledger as `empty`."""
+    from corpusflow.verify import nothing_lost
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "only_heading.md").write_text("# Only a heading\n")
+    settings = _settings(tmp_path / "db")
+    report = refresh_flow(str(corpus), settings.model_dump_json())
+    assert report["failed"] == 0 and report["chunks_written"] == 1
+    assert nothing_lost(settings, str(corpus)).ok
+    store = Store(str(tmp_path / "db"))
+    row = _ledger(tmp_path / "db")["only_heading.md"]
+    # What the chunker did before it guaranteed a chunk: fail the document as empty.
+    store.upsert_ledger(
+        SUFFIX, [{**row, "status": "failed", "error_category": "empty", "chunk_count": 0}]
+    )
+    violations = nothing_lost(settings, str(corpus)).violations
+    assert any("only_heading.md" in v and "empty" in v for v in violations), violations

@@ -86,7 +86,7 @@ def test_failed_documents_visible_through_the_prefect_api(
         if p.name not in {"travel_policy.docx", "release_notes.md"}:
             p.unlink()
     (corpus / "broken.pdf").write_bytes(b"%PDF-1.7\ntruncated")
-    (corpus / "legacy.doc").write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\0" * 64)
+    (corpus / "drawing.dwg").write_bytes(b"AC1032" + b"\0\x01\x02" * 64)  # no backend reads it
     env = {**os.environ, "PREFECT_API_URL": prefect_api}
     proc = subprocess.run(
         [CLI, "ingest", str(corpus), "--db", str(tmp_path / "db")],
@@ -96,7 +96,7 @@ def test_failed_documents_visible_through_the_prefect_api(
         timeout=600,
     )
     assert proc.returncode == 0, proc.stderr
-    assert "broken.pdf" in proc.stdout and "legacy.doc" in proc.stdout
+    assert "broken.pdf" in proc.stdout and "drawing.dwg" in proc.stdout
 
     client = httpx.Client(base_url=prefect_api, timeout=30)
     flow_runs = client.post("/flow_runs/filter", json={}).json()
@@ -104,7 +104,7 @@ def test_failed_documents_visible_through_the_prefect_api(
     task_runs = client.post("/task_runs/filter", json={}).json()
     states = {t["name"]: t["state_type"] for t in task_runs}
     assert states["parse-broken.pdf"] == "FAILED"
-    assert states["parse-legacy.doc"] == "FAILED"
+    assert states["parse-drawing.dwg"] == "FAILED"
     assert states["parse-travel_policy.docx"] == "COMPLETED"
     failed = next(t for t in task_runs if t["name"] == "parse-broken.pdf")
     assert "corrupt" in (failed["state"]["message"] or "")
