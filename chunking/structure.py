@@ -110,7 +110,8 @@ def chunk_document(
         repeat_table_header=True,
     )
     doc = parsed.to_docling()
-    raw: list[tuple[str, tuple[str, ...], tuple[int, ...]]] = []
+    order = {item.self_ref: idx for idx, (item, _level) in enumerate(doc.iterate_items())}
+    placed: list[tuple[int, str, tuple[str, ...], tuple[int, ...]]] = []
     for base_chunk in chunker.chunk(dl_doc=doc):
         dchunk = DocChunk.model_validate(base_chunk)
         text = dchunk.text.strip()
@@ -119,10 +120,19 @@ def chunk_document(
         headings = tuple(h.strip() for h in (dchunk.meta.headings or []) if h and h.strip())
         # Text before the first heading belongs to the document itself.
         headings = headings or ((parsed.title,) if parsed.title else ())
-        pages = tuple(
-            sorted({p.page_no for item in dchunk.meta.doc_items for p in getattr(item, "prov", [])})
-        )
-        raw.append((text, headings, pages))
+        pages = _pages(dchunk.meta.doc_items)
+        first = min((order.get(i.self_ref, 0) for i in dchunk.meta.doc_items), default=0)
+        placed.append((first, text, headings, pages))
+    placed += _bare_headings(doc, placed)
+    placed.sort(key=lambda p: p[0])  # stable: chunks of one item keep their order
+    raw = [(text, headings, pages) for _o, text, headings, pages in placed]
+    if not raw and parsed.markdown.strip():
+        # Nothing the chunker keeps (e.g. only pictures with alt text): the Markdown
+        # itself, so a document with text is never left without chunks.
+        title = (parsed.title,) if parsed.title else ()
+        raw = [
+            (w, title, ()) for w in fixed_windows(parsed.markdown, counter, max_tokens - budget, 0)
+        ]
     # HybridChunker counts text + headings; we embed context + text, so recheck.
     fixed: list[tuple[str, tuple[str, ...], tuple[int, ...]]] = []
     for text, headings, pages in raw:
@@ -135,6 +145,32 @@ def chunk_document(
             fixed.append((text, headings, pages))
 
     return _assemble(parsed, doc_id, fixed, counter, budget, settings, contextualizer)
+
+
+def _pages(items: Sequence[Any]) -> tuple[int, ...]:
+    return tuple(sorted({p.page_no for item in items for p in getattr(item, "prov", [])}))
+
+
+def _bare_headings(
+    doc: Any, placed: Sequence[tuple[int, str, tuple[str, ...], tuple[int, ...]]]
+) -> list[tuple[int, str, tuple[str, ...], tuple[int, ...]]]:
+    """Headings no chunk carries (HybridChunker keeps headings only as metadata of
+    the text under them): a heading-only document, title-only slides, a heading
+    with nothing below it. Each becomes a chunk of its own, in document order, so
+    a document with any text is never left without chunks and no title is lost."""
+    from docling_core.types.doc import SectionHeaderItem, TitleItem
+
+    carried = {h for _o, _t, headings, _p in placed for h in headings}
+    texts = " ".join(t for _o, t, _h, _p in placed)
+    out: list[tuple[int, str, tuple[str, ...], tuple[int, ...]]] = []
+    for idx, (item, _level) in enumerate(doc.iterate_items()):
+        if not isinstance(item, TitleItem | SectionHeaderItem):
+            continue
+        text = " ".join(item.text.split())
+        if text and text not in carried and text not in texts:
+            out.append((idx, text, (text,), _pages([item])))
+            carried.add(text)
+    return out
 
 
 def fixed_windows(text: str, counter: TokenCounter, size: int, overlap: int) -> list[str]:
@@ -214,6 +250,7 @@ def _assemble(
             [(text, headings, parent_of[i].text) for i, (text, headings, _p) in enumerate(fixed)],
         )
         contexts = [counter.truncate(c, budget) for c in raw_contexts]
+    langs = detect_languages([text for text, _h, _p in fixed])
     children: list[Chunk] = []
     for pos, (text, headings, pages) in enumerate(fixed):
         parent = parent_of[pos]
@@ -229,6 +266,7 @@ def _assemble(
                 heading_path=headings,
                 page_numbers=pages,
                 n_tokens=counter.count(f"{context}\n\n{text}" if context else text),
+                lang=langs[pos],
             )
         )
     return ChunkSet(children=tuple(children), parents=tuple(parents))
@@ -250,7 +288,6 @@ def _split_tokens(text: str, counter: TokenCounter, max_tokens: int) -> list[str
         else:
             ids = counter.tokenizer.encode(sentence, add_special_tokens=False)
             for start in range(0, len(ids), max_tokens):
-    langs = detect_languages([text for text, _h, _p in fixed])
                 pieces.append(
                     counter.tokenizer.decode(
                         ids[start : start + max_tokens], skip_special_tokens=True
@@ -260,4 +297,3 @@ def _split_tokens(text: str, counter: TokenCounter, max_tokens: int) -> list[str
     if current:
         pieces.append(current)
     return [p for p in pieces if p.strip()]
-                lang=langs[pos],

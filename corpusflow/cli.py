@@ -630,6 +630,43 @@ def status(
         typer.echo(f"{f['status']:11s} {f['path']}: [{f['category']}] {f['message']}")
 
 
+@app.command()
+def formats(
+    json_out: Annotated[bool, typer.Option("--json", help="Print the table as JSON.")] = False,
+) -> None:
+    """Every supported file kind: extensions, backend, what it needs, whether it is ready here."""
+    from parsers.formats import ARCHIVE_EXTENSIONS, FORMATS
+
+    rows: list[dict[str, Any]] = [
+        {
+            "format": spec.fmt,
+            "extensions": list(spec.extensions),
+            "description": spec.description,
+            "backend": spec.backend.split(":")[0].removeprefix("parsers."),
+            "fallback": spec.fallback.split(":")[0].removeprefix("parsers.")
+            if spec.fallback
+            else None,
+            "needs": spec.needs or None,
+            "missing": spec.missing(),
+        }
+        for spec in FORMATS
+    ]
+    if json_out:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    for r in rows:
+        ready = f"MISSING: {r['missing']}" if r["missing"] else "ready"
+        needs = f" (needs {r['needs']})" if r["needs"] else ""
+        typer.echo(
+            f"{r['format']:9s} {' '.join(r['extensions']):32s} {r['backend']:20s} "
+            f"{r['description']}{needs} [{ready}]"
+        )
+    typer.echo(
+        f"{'archive':9s} {' '.join(ARCHIVE_EXTENSIONS):32s} {'sources.archive':20s} "
+        "ZIP: each member indexed as archive.zip/member [ready]"
+    )
+
+
 def main() -> None:
     app()
 

@@ -344,7 +344,13 @@ def chunk_parsed(
         parsed, item.file.doc_id, tokenizer, fps.max_tokens, settings.chunk, contextualizer
     )
     if not chunks.children:
-        raise DocumentError(Category.EMPTY, "document produced no chunks")
+        if any(ch.isalnum() for ch in parsed.markdown):
+            # The chunker guarantees a chunk for any text: this is a bug, not an empty file.
+            raise DocumentError(
+                Category.INTERNAL,
+                f"the chunker returned no chunks for {len(parsed.markdown)} characters of text",
+            )
+        raise DocumentError(Category.EMPTY, "document has no words to index")
     return chunks
 
 
@@ -443,13 +449,13 @@ def write_batch(
                     "metadata_json": meta,
                     "acl_groups": _acl(p.parsed.metadata),
                     "n_tokens": c.n_tokens,
+                    "lang": c.lang or None,
                     "vector": dense.tolist(),
                     "sparse_ids": list(sparse.keys()) if sparse is not None else None,
                     "sparse_weights": list(sparse.values()) if sparse is not None else None,
                     "manifest_json": manifest,
                 }
             )
-                    "lang": c.lang or None,
         parent_rows.extend(
             {
                 "parent_id": par.parent_id,

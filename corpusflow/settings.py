@@ -47,6 +47,22 @@ class SourceSettings(_Section):
             "id plus size on object stores) as unchanged without hashing it."
         ),
     )
+    expand_archives: bool = Field(
+        True,
+        description=(
+            "List the members of .zip archives in local folders as documents of their own "
+            "(path archive.zip/member); off: a .zip is refused as unsupported."
+        ),
+    )
+    archive_max_members: int = Field(
+        100_000, description="An archive with more members is not expanded (zip-bomb guard)."
+    )
+    archive_max_uncompressed_mb: float = Field(
+        8192.0, description="An archive inflating to more is not expanded (zip-bomb guard)."
+    )
+    archive_max_ratio: float = Field(
+        200.0, description="An archive with a member compressed beyond this ratio is not expanded."
+    )
     storage_options: dict[str, str] = Field(
         default_factory=dict,
         description=(
@@ -81,11 +97,15 @@ class ParseSettings(_Section):
             "PDF pipeline; empty = docling's default cache. See docs/operations.md."
         ),
     )
-    zip_max_members: int = Field(10_000, description="Office ZIP pre-check: member count cap.")
-    zip_max_uncompressed_mb: int = Field(
-        1024, description="Office ZIP pre-check: total uncompressed size cap."
+    zip_max_members: int = Field(
+        10_000, description="ZIP container pre-check (office, OpenDocument, EPUB): member cap."
     )
-    zip_max_ratio: float = Field(200.0, description="Office ZIP pre-check: compression ratio cap.")
+    zip_max_uncompressed_mb: int = Field(
+        1024, description="ZIP container pre-check: total uncompressed size cap."
+    )
+    zip_max_ratio: float = Field(
+        200.0, description="ZIP container pre-check: compression ratio cap."
+    )
 
 
 class ChunkSettings(_Section):
