@@ -12,8 +12,9 @@ skewed; the page orientation is found from the reading itself:
 - Line boxes taller than wide mean the page lies on its side (90 or 270).
   RapidOCR turns tall crops a quarter turn before reading them, which reads one
   of the two sides well and the other poorly: that picks which side.
-- An upright page that reads confidently is read once. A rotated page costs one
-  more reading (two when the first guess of the side was wrong).
+- An upright page that reads confidently is read once. A rotated page, or an
+  upright one that reads poorly (a poor scan, a script the models do not know),
+  costs one more reading (two when the first guess of the side was wrong).
 - A small skew (up to ~15 degrees) is measured from the direction of the line
   boxes and removed from their coordinates (no second reading: the recogniser
   reads skewed lines well, only their order and grouping need straight boxes).
@@ -71,14 +72,13 @@ class Reading:
     ``angle`` is the counter-clockwise right-angle rotation that was applied to
     the image to read it upright (PIL's ``Image.rotate`` convention); ``skew``
     the small angle (degrees) removed from the box coordinates; ``boxes`` are in
-    the upright, deskewed frame of size ``size``; ``passes`` counts readings.
+    the upright, deskewed frame of size ``size``.
     """
 
     angle: int
     skew: float
     boxes: tuple[TextBox, ...]
     size: tuple[float, float]
-    passes: int = 1
 
     @property
     def n_chars(self) -> int:
@@ -173,21 +173,28 @@ def _deskewed(reading: Reading) -> Reading:
         return (cx + c * x - s * y, cy + s * x + c * y)
 
     boxes = tuple(TextBox(b.text, b.score, tuple(turn(p) for p in b.points)) for b in reading.boxes)
-    return Reading(reading.angle, skew, boxes, reading.size, reading.passes)
+    return Reading(reading.angle, skew, boxes, reading.size)
 
 
 def ocr_image(image: Any) -> Reading:
-    """OCR a PIL image in whatever orientation it lies (see the module docstring)."""
+    """OCR a PIL image in whatever orientation it lies (see the module docstring).
+
+    Lines lying horizontally leave two candidates, upright and upside down; lines
+    running top-down leave the two sides. Only a reading with (almost) no text
+    gives no hint, and then every right angle is tried.
+    """
     first = _read(image, 0)
     readings = [first]
-    if not first.confident:
+    if not first.confident and first.boxes:
         order: tuple[int, ...]
-        if first.vertical:
+        if first.n_chars < _MIN_CHARS:
+            order = (90, 270, 180)
+        elif first.vertical:
             # RapidOCR's quarter turn of tall crops read the lines well: the page
             # lies turned clockwise, and a counter-clockwise turn sets it upright.
             order = (90, 270) if first.mean_score >= _GOOD_SCORE else (270, 90)
         else:
-            order = (180, 90, 270)
+            order = (180,)
         for angle in order:
             reading = _read(image, angle)
             readings.append(reading)
@@ -195,9 +202,7 @@ def ocr_image(image: Any) -> Reading:
                 break
     # Lines lying horizontally first (a page on its side can read well through
     # RapidOCR's turned crops, but its boxes run top-down), then the best text.
-    best = max(readings, key=lambda r: (not r.vertical, r.quality))
-    best = Reading(best.angle, 0.0, best.boxes, best.size, len(readings))
-    return _deskewed(best)
+    return _deskewed(max(readings, key=lambda r: (not r.vertical, r.quality)))
 
 
 def _lines(reading: Reading, page_no: int, scale: float) -> list[Line]:
