@@ -188,3 +188,27 @@ def test_reindex_quality_gate(corpus: Path, tmp_path: Path, tiny_bgem3: Path) ->
     # (the tiny model's lexical weights are random: a long query makes some of them positive)
     query = "The nightly hotel cap depends on the city tier; Tier 1 cities have a cap of 500 CNY"
     assert Searcher.for_active(load_settings(None, base)).search(query, k=2, mode="sparse")
+
+
+def test_eval_reports_each_language_and_kind() -> None:
+    def hit(path: str) -> dict[str, str]:
+        return {"path": path, "text": "the snippet", "parent_text": ""}
+
+    index = {"a": [hit("x.md")], "b": [hit("o.md"), hit("x.md")], "c": [hit("o.md")]}
+    questions = [
+        Question("a", "x.md", "snippet", {"lang": "zh", "doc_lang": "zh", "kind": "literal"}),
+        Question("b", "x.md", "snippet", {"lang": "zh", "doc_lang": "en", "kind": "table"}),
+        Question("c", "x.md", "snippet", {"lang": "en", "doc_lang": "en", "kind": "literal"}),
+    ]
+    result = evaluate(questions, lambda q, n: index[q][:n], k=5)
+    groups = result["groups"]
+    assert set(groups) == {"lang", "kind", "lang/doc_lang"}  # no question carries "split"
+    assert groups["lang"]["zh"] == {
+        "questions": 2,
+        "hit_rate_at_1": 0.5,
+        "hit_rate_at_5": 1.0,
+        "mrr_at_10": 0.75,
+    }
+    assert groups["lang"]["en"]["hit_rate_at_5"] == 0.0
+    assert groups["kind"]["literal"]["mrr_at_10"] == 0.5
+    assert set(groups["lang/doc_lang"]) == {"zh/zh", "zh/en", "en/en"}
