@@ -19,6 +19,7 @@ from parsers.pdf.primitives import NUMBERING, Line
 if TYPE_CHECKING:
     from docling_core.types.doc import DoclingDocument
 
+    from parsers.pdf.regions import Region
     from parsers.pdf.tables import Table
 
 
@@ -69,8 +70,14 @@ def lines_to_document(
     name: str,
     outline: list[tuple[int, str]],
     tables: Sequence[Table] = (),
+    titles: dict[int, list[Region]] | None = None,
+    heading_rules: bool = True,
 ) -> DoclingDocument:
-    """Assemble a structured DoclingDocument from page lines (and detected tables)."""
+    """Assemble a structured DoclingDocument from page lines (and detected tables).
+
+    ``titles`` and ``heading_rules`` choose how headings are found (see
+    ``parsers.pdf.headings.classify_headings``).
+    """
     from docling_core.types.doc import (
         BoundingBox,
         CoordOrigin,
@@ -84,7 +91,7 @@ def lines_to_document(
     for page_no, (width, height) in sorted(page_sizes.items()):
         doc.add_page(page_no=page_no, size=Size(width=width, height=height))
     blocks = _blocks_with_tables(lines, tables)
-    classify_headings(blocks, outline)
+    classify_headings(blocks, outline, titles, heading_rules)
 
     list_group = None
     for block in blocks:

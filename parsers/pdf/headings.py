@@ -18,6 +18,7 @@ from pathlib import Path
 
 from parsers.pdf.blocks import FULL_BOLD, Block
 from parsers.pdf.primitives import Line, is_mono_face, is_symbol_face, open_pdf
+from parsers.pdf.regions import Region
 
 # Section numbering at the start of a heading: "2", "2.3", "2.3.1.", "IV.", "B.",
 # "(1)", "1)", "Chapter 4", "Part II", "Appendix A", "제3장", "第二章".
@@ -123,8 +124,45 @@ def _split_outline_titles(blocks: list[Block], outline_levels: dict[str, int]) -
     return out
 
 
-def classify_headings(blocks: list[Block], outline: list[tuple[int, str]]) -> None:
-    """Mark heading blocks and their levels (in place)."""
+def _in_title(block: Block, titles: dict[int, list[Region]]) -> bool:
+    """Most of the block's lines sit in a title region of the layout model."""
+    boxes = titles.get(block.lines[0].page_no, [])
+    inside = sum(
+        1
+        for ln in block.lines
+        if any(t.holds((ln.left + ln.right) / 2, (ln.top + ln.bottom) / 2) for t in boxes)
+    )
+    return inside * 2 > len(block.lines)
+
+
+def _split_at_titles(blocks: list[Block], titles: dict[int, list[Region]]) -> list[Block]:
+    """Split paragraphs where lines enter or leave a title region (a run-in heading
+    set like the text below it is grouped with that text)."""
+    out: list[Block] = []
+    for b in blocks:
+        if b.kind not in ("paragraph", "list_item") or len(b.lines) < 2:
+            out.append(b)
+            continue
+        flags = [_in_title(Block(b.kind, [ln]), titles) for ln in b.lines]
+        start = 0
+        for k in range(1, len(b.lines) + 1):
+            if k == len(b.lines) or flags[k] != flags[start]:
+                out.append(Block(b.kind if start == 0 else "paragraph", b.lines[start:k]))
+                start = k
+    return out
+
+
+def classify_headings(
+    blocks: list[Block],
+    outline: list[tuple[int, str]],
+    titles: dict[int, list[Region]] | None = None,
+    rules: bool = True,
+) -> None:
+    """Mark heading blocks and their levels (in place).
+
+    ``titles``: title regions of a layout model per page; a short block in one is
+    a heading. ``rules``: also apply the typography rules.
+    """
     outline_levels: dict[str, int] = {}
     for level, title in outline:
         for key in (_norm(title), _title_key(title)):
@@ -132,11 +170,15 @@ def classify_headings(blocks: list[Block], outline: list[tuple[int, str]]) -> No
                 outline_levels.setdefault(key, level)
     if outline_levels:
         blocks[:] = _split_outline_titles(blocks, outline_levels)
+    if titles:
+        blocks[:] = _split_at_titles(blocks, titles)
     # "1. Scope" set large is a numbered heading, not a list item.
     text_blocks = [b for b in blocks if b.kind in ("paragraph", "list_item")]
     if not text_blocks:
         return
-    body = _body_style(text_blocks)
+    # Table cells are running text too: a page that is mostly a table or a form
+    # has its body size in the cells, and the few lines outside are its headings.
+    body = _body_style([b for b in blocks if b.kind != "heading"])
     furniture = _page_furniture(blocks)
     by_page: dict[int, list[Line]] = {}
     for b in blocks:
@@ -157,7 +199,16 @@ def classify_headings(blocks: list[Block], outline: list[tuple[int, str]]) -> No
             block.level = found + 1
             outline_style.setdefault(style(block), block.level)
             continue
-        if _is_heading(block, text, body, furniture, by_page, blocks, position):
+        if (
+            titles
+            and _in_title(block, titles)
+            and len(text) <= 150
+            and len(block.lines) <= 3
+            and any(c.isalpha() for c in text)
+        ):
+            candidates.append(block)
+            continue
+        if rules and _is_heading(block, text, body, furniture, by_page, blocks, position):
             candidates.append(block)
 
     # One level per distinct style: larger first, bold before regular at one size.

