@@ -47,7 +47,7 @@ def main() -> None:
     ap.add_argument("--headings", choices=["rules", "layout", "both"], default=None)
     args = ap.parse_args()
     sys.path.insert(0, str(SHARED / "tools"))
-    from parse_metrics import heading_recall, table_cell_recall, text_f1
+    from parse_metrics import heading_recall, headings, table_cell_recall, text_f1
 
     from corpusflow.errors import DocumentError
     from corpusflow.settings import ParseSettings
@@ -56,7 +56,7 @@ def main() -> None:
     settings = ParseSettings()
     kwargs = {} if args.headings is None else {"headings": args.headings}
     sets = {"dev": Path(args.dev), "held-out": Path(args.heldout)}
-    rows: list[tuple[str, str, float | None, float | None, float | None, float]] = []
+    rows: list[tuple[str, str, float | None, float | None, float | None, float, str]] = []
     for name, folder in sets.items():
         for pdf, gt in _scored(folder):
             start = time.perf_counter()
@@ -74,6 +74,8 @@ def main() -> None:
                     heading_recall(md, ref),
                     table_cell_recall(md, ref),
                     time.perf_counter() - start,
+                    # Headings found / in the ground truth: recall alone hides a flood.
+                    f"{len(headings(md))}/{len(headings(ref))}",
                 )
             )
 
@@ -81,10 +83,12 @@ def main() -> None:
         return "-" if v is None else f"{v:.2f}"
 
     print(f"headings: {args.headings or 'default'}")
-    print("| set | file | text F1 | heading recall | table-cell recall | s |")
-    print("|---|---|---|---|---|---|")
+    print("| set | file | text F1 | heading recall | headings ours/gt | table-cell recall | s |")
+    print("|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r[0]} | {r[1]} | {fmt(r[2])} | {fmt(r[3])} | {fmt(r[4])} | {r[5]:.2f} |")
+        print(
+            f"| {r[0]} | {r[1]} | {fmt(r[2])} | {fmt(r[3])} | {r[6]} | {fmt(r[4])} | {r[5]:.2f} |"
+        )
     print()
     print("| set | files | mean text F1 | mean heading recall | mean table-cell recall |")
     print("|---|---|---|---|---|")

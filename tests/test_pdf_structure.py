@@ -165,6 +165,47 @@ def lists_and_code_page(p: Page) -> None:
         y += 13
 
 
+MANUAL = [
+    "The elastic stop nut is a standard nut with its height increased to hold a",
+    "fibre collar; the bolt threads cut into the collar as the nut is tightened,",
+    "and the collar presses the threads together so that the nut cannot loosen.",
+]
+
+
+def manual_page(p: Page) -> None:
+    """Side headings in italics at the body size, run straight into their text."""
+    y = 80.0
+    for s in MANUAL:
+        p.text(s, 72, y, "Times-Roman")
+        y += 12
+    p.text("Elastic Stop Nut", 72, y, "Times-Italic")  # no gap above or below
+    y += 12
+    for s in MANUAL:
+        p.text(s, 72, y, "Times-Roman")
+        y += 12
+    # An italic line inside a paragraph runs to the margin: emphasis, not a heading.
+    p.text(MANUAL[0], 72, y, "Times-Roman")
+    p.text(MANUAL[1], 72, y + 12, "Times-Italic")
+    p.text(MANUAL[2], 72, y + 24, "Times-Roman")
+    y += 48
+    # An italic caption is a sentence: not a heading either.
+    p.text("Figure 7-26. Self-locking nuts.", 72, y, "Times-Italic")
+    y += 12
+    for s in MANUAL:
+        p.text(s, 72, y, "Times-Roman")
+        y += 12
+
+
+def test_italic_side_heading_at_body_size(tmp_path: Path) -> None:
+    path = make_pdf(tmp_path / "manual.pdf", manual_page)
+    doc, _parser, _warnings = parse_pdf_offline(path, ParseSettings())
+    md = doc.export_to_markdown()
+    assert _headings(md) == ["Elastic Stop Nut"], md
+    assert "Elastic Stop Nut\n\nThe elastic stop nut" in md  # split off the text below
+    assert "fibre collar; the bolt threads" in md
+    assert "Figure 7-26. Self-locking nuts." in md
+
+
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, str]]:
     path = make_pdf(tmp_path_factory.mktemp("pdf") / "report.pdf", report_page)

@@ -45,15 +45,27 @@ class Block:
         return sum(ln.bold * len(ln.text) for ln in self.lines) >= FULL_BOLD * chars
 
 
-def _style_break(line: Line, prev: Line) -> bool:
+def _style_break(line: Line, prev: Line, right: float) -> bool:
     """A change of style between two lines that does not happen inside a paragraph.
 
     A heading set in the body size but in bold sits right above its paragraph
     with normal leading; only the change of weight separates them. A change of
     face alone is common inside paragraphs (an italic line), so it counts only
-    together with a change of size.
+    together with a change of size, or at a line that ends short.
     """
     if (line.bold >= FULL_BOLD) != (prev.bold >= FULL_BOLD):
+        return True
+    # A change of face after a line that ends well short of the column (``right``:
+    # the right edge of the block so far and of this line): the short line closed
+    # its paragraph or stood alone (a side heading in italics, a label).
+    # So does a change of face after a line that ends a sentence.
+    edge = max(right, line.right)
+    if (
+        line.font
+        and line.font != prev.font  # a line without letters has no face: a change too
+        and abs(prev.left - line.left) <= 0.5 * line.height
+        and (prev.right < edge - 0.2 * (edge - line.left) or prev.text.rstrip()[-1:] in ".:;!?")
+    ):
         return True
     if line.font and prev.font and line.font != prev.font:
         a, b = line.fsize, prev.fsize
@@ -81,7 +93,7 @@ def group_blocks(lines: list[Line]) -> list[Block]:
                 or not overlaps
                 or gap > 0.9 * max(line.height, prev.height)
                 or gap < -0.5 * line.height  # moved up: a new column or region
-                or _style_break(line, prev)
+                or _style_break(line, prev, max(ln.right for ln in current.lines))
             )
         if new_block:
             current = Block("list_item" if starts_list else "paragraph", [line])

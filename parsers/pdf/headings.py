@@ -235,6 +235,34 @@ def classify_headings(
         block.level = level_of[style(block)]
 
 
+def _side_heading(
+    block: Block,
+    text: str,
+    other_face: bool,
+    body: _BodyStyle,
+    blocks: Sequence[Block],
+    position: dict[int, int],
+) -> bool:
+    """A short title-cased line in another face of the body size, standing alone
+    right above a paragraph of body text: a side heading (italic in many manuals)."""
+    if not other_face or len(block.lines) != 1 or len(text.split()) > 10:
+        return False
+    if not text[:1].isupper():
+        return False
+    nxt_i = position[id(block)] + 1
+    if nxt_i >= len(blocks):
+        return False
+    nxt = blocks[nxt_i]
+    line, first = block.lines[0], nxt.lines[0]
+    return (
+        nxt.kind == "paragraph"
+        and first.page_no == line.page_no
+        and 0 <= first.top - line.bottom <= 1.5 * line.height
+        and first.font == body.face
+        and len(nxt.lines) >= 2
+    )
+
+
 def _is_heading(
     block: Block,
     text: str,
@@ -267,7 +295,11 @@ def _is_heading(
             and ratio >= 0.97
             and not any(is_mono_face(f) or is_symbol_face(f) for f in faces)  # code, dingbats
         )
-        if not ((ratio >= 1.05 or other_face) and _SECTION_NUMBER.match(text)):
+        numbered = bool(_SECTION_NUMBER.match(text))
+        if not (
+            (ratio >= 1.05 or other_face)
+            and (numbered or _side_heading(block, text, other_face, body, blocks, position))
+        ):
             return False
     # Short: a heading is a phrase, not a paragraph. Titles set large may wrap twice.
     if len(text) > 120 or len(block.lines) > (3 if larger else 2):
