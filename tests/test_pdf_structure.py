@@ -337,6 +337,19 @@ def test_right_to_left_fragments_join_in_reading_order() -> None:
     assert (merged.left, merged.right) == (150, 400)
 
 
+def test_right_to_left_cell_words_in_reading_order() -> None:
+    """A producer that writes an Arabic table cell's words in visual order (left to
+    right): the cell reads right to left, a Latin phrase inside keeps its order."""
+    from parsers.pdf.primitives import Word
+    from parsers.pdf.tables import join_words
+
+    visual = ["التطبيقات", "و", "Python", "code", "بلغة", "البرمجة"]  # left to right
+    words = [Word(t, 10 + 60 * i, 100, 60 + 60 * i, 110, order=i) for i, t in enumerate(visual)]
+    assert join_words(words) == "البرمجة بلغة Python code و التطبيقات"
+    latin = [Word(t, 10 + 60 * i, 100, 60 + 60 * i, 110, order=i) for i, t in enumerate(["a", "b"])]
+    assert join_words(latin) == "a b"
+
+
 def test_columns_of_short_lines_are_not_a_table(tmp_path: Path) -> None:
     path = make_pdf(tmp_path / "columns.pdf", columns_page)
     doc, _parser, _warnings = parse_pdf_offline(path, ParseSettings())

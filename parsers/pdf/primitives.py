@@ -93,6 +93,26 @@ def is_rtl(text: str) -> bool:
     return rtl * 2 > len(strong) > 0
 
 
+def visual_to_logical(
+    pieces: Sequence[T], text: Callable[[T], str], x: Callable[[T], float]
+) -> list[T]:
+    """Pieces of one right-to-left line (words, fragments) in reading order: right to
+    left, except that a run of left-to-right pieces (a Latin word, a number) inside
+    it keeps its own left-to-right order."""
+    ordered = sorted(pieces, key=lambda p: -x(p))
+    out: list[T] = []
+    run: list[T] = []
+    for p in ordered:
+        dirs = {unicodedata.bidirectional(c) for c in text(p)}
+        if dirs & {"R", "AL"} or not dirs & {"L", "EN", "AN"}:
+            out += reversed(run)
+            run = []
+            out.append(p)
+        else:
+            run.append(p)
+    return out + list(reversed(run))
+
+
 def join_pieces(pieces: Iterable[str]) -> str:
     """Pieces of running text (lines of a paragraph, words of a cell) as one string:
     a hyphenated word re-joined, CJK pieces joined without a space."""

@@ -34,9 +34,11 @@ from parsers.pdf.primitives import (
     cluster,
     cluster_values,
     is_mono_face,
+    is_rtl,
     join_pieces,
     open_page,
     open_pdf,
+    visual_to_logical,
     walk_objects,
 )
 
@@ -157,7 +159,9 @@ def page_rules(path: Path, page_nos: Iterable[int]) -> dict[int, list[Rule]]:
 
 
 def join_words(words: Sequence[Word]) -> str:
-    """Words of one cell as text: visual lines top to bottom, stream order inside a line."""
+    """Words of one cell as text: visual lines top to bottom; inside a line, stream
+    order, or right to left for a right-to-left line (producers write Arabic and
+    Hebrew words in visual order, left to right, as often as in reading order)."""
     if not words:
         return ""
     rows: list[list[Word]] = []
@@ -169,7 +173,13 @@ def join_words(words: Sequence[Word]) -> str:
                 last.append(w)
                 continue
         rows.append([w])
-    return join_pieces(w.text for row in rows for w in sorted(row, key=lambda w: w.order))
+
+    def reading_order(row: list[Word]) -> list[Word]:
+        if is_rtl(" ".join(w.text for w in row)):
+            return visual_to_logical(row, lambda w: w.text, lambda w: w.cx)
+        return sorted(row, key=lambda w: w.order)
+
+    return join_pieces(w.text for row in rows for w in reading_order(row))
 
 
 def _cell_like(texts: Sequence[str]) -> bool:
