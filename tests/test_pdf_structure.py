@@ -206,6 +206,38 @@ def test_italic_side_heading_at_body_size(tmp_path: Path) -> None:
     assert "Figure 7-26. Self-locking nuts." in md
 
 
+def tables_page(p: Page) -> None:
+    """Captions set larger than the text, each above a ruled table; almost all the
+    page's text is in the tables' cells."""
+    y = 80.0
+    for caption in ("Table with plain cells", "Table with merged cells"):
+        p.text(caption, 72, y, "Helvetica", 14)
+        y += 14
+        top = y
+        xs = [72.0, 200.0, 330.0, 460.0]
+        for r in range(4):
+            for k in range(3):
+                p.text(f"Row {r + 1} column {k + 1} value", xs[k] + 4, y + 12)
+            y += 16
+        for i in range(5):
+            p.line(xs[0], top + 16 * i, xs[-1], top + 16 * i)
+        for x in xs:
+            p.line(x, top, x, y)
+        y += 30
+    p.text("After the tables.", 72, y)
+
+
+def test_body_size_is_read_in_table_cells_too(tmp_path: Path) -> None:
+    """A page that is mostly tables: the body size is the cells' size, so the
+    captions set larger are headings (they are most of the text outside the tables)."""
+    path = make_pdf(tmp_path / "tables.pdf", tables_page)
+    doc, _parser, _warnings = parse_pdf_offline(path, ParseSettings())
+    md = doc.export_to_markdown()
+    assert len(_items(doc, "TableItem")) == 2
+    assert _headings(md) == ["Table with plain cells", "Table with merged cells"], md
+    assert "After the tables." not in _headings(md)
+
+
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, str]]:
     path = make_pdf(tmp_path_factory.mktemp("pdf") / "report.pdf", report_page)
