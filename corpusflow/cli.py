@@ -633,6 +633,9 @@ def status(
 @app.command()
 def formats(
     json_out: Annotated[bool, typer.Option("--json", help="Print the table as JSON.")] = False,
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="Print the table as Markdown (docs/formats.md).")
+    ] = False,
 ) -> None:
     """Every supported file kind: extensions, backend, what it needs, whether it is ready here."""
     from parsers.formats import ARCHIVE_EXTENSIONS, FORMATS
@@ -653,6 +656,20 @@ def formats(
     ]
     if json_out:
         typer.echo(json.dumps(rows, indent=2))
+        return
+    if markdown:
+        typer.echo("| format | extensions | backend | notes |\n|---|---|---|---|")
+        for r in rows:
+            needs = f" Needs {r['needs']}." if r["needs"] else ""
+            fallback = f" Fallback: {r['fallback']}." if r["fallback"] else ""
+            typer.echo(
+                f"| {r['format']} | {' '.join(r['extensions'])} | {r['backend']} | "
+                f"{r['description']}.{needs}{fallback} |"
+            )
+        typer.echo(
+            f"| archive | {' '.join(ARCHIVE_EXTENSIONS)} | sources.archive | Each member is its "
+            "own document, path `archive.zip/member`; see below. |"
+        )
         return
     for r in rows:
         ready = f"MISSING: {r['missing']}" if r["missing"] else "ready"

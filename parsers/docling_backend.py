@@ -2,7 +2,7 @@
 
 Office (DOCX, PPTX, XLSX), their 97-2003 forms (DOC, PPT, XLS: docling converts
 them with LibreOffice, which ``parsers.formats`` checks for first), OpenDocument
-(ODT, ODS, ODP), EPUB, HTML, CSV/TSV, AsciiDoc and LaTeX. PPTX goes through
+(ODT, ODS, ODP), EPUB, HTML, MHTML web archives, WebVTT, CSV/TSV, AsciiDoc and LaTeX. PPTX goes through
 ``parsers.pptx_charts.ChartPptxBackend``: docling's PowerPoint backend with
 charts read in full. ``conversion_result`` is the one place a docling
 ``ConversionResult`` becomes a ``BackendResult`` (status -> partial or error,
@@ -35,6 +35,8 @@ _FORMATS = {
     "odp": ("ODP", ".odp"),
     "epub": ("EPUB", ".epub"),
     "html": ("HTML", ".html"),
+    "mhtml": ("MHTML", ".mhtml"),
+    "vtt": ("VTT", ".vtt"),
     "md": ("MD", ".md"),
     "csv": ("CSV", ".csv"),
     "tsv": ("CSV", ".csv"),

@@ -144,6 +144,8 @@ FORMATS: tuple[FormatSpec, ...] = (
     FormatSpec(
         "html", (".html", ".htm", ".xhtml"), DOCLING, "HTML", fallback=UNSTRUCTURED, text=True
     ),
+    FormatSpec("mhtml", (".mhtml", ".mht"), DOCLING, "web archive (MHTML)"),
+    FormatSpec("vtt", (".vtt",), DOCLING, "WebVTT captions and meeting transcripts", text=True),
     FormatSpec("csv", (".csv",), DOCLING, "CSV (delimiter detected)", text=True),
     FormatSpec("tsv", (".tsv", ".tab"), DOCLING, "tab-separated values", text=True),
     FormatSpec(

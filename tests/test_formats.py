@@ -181,6 +181,26 @@ def test_xml_entities_are_not_expanded(tmp_path: Path) -> None:
     assert "kept text" in doc.markdown
 
 
+def test_web_archive_and_captions(tmp_path: Path) -> None:
+    mhtml = _write(
+        tmp_path / "runbook.mhtml",
+        "From: <Saved by Blink>\nSubject: Runbook\nMIME-Version: 1.0\n"
+        'Content-Type: multipart/related; type="text/html"; boundary="B"\n\n--B\n'
+        'Content-Type: text/html; charset="utf-8"\nContent-Transfer-Encoding: quoted-printable\n\n'
+        "<html><body><h1>Runbook</h1><p>Restart the yaw controller before the =\n"
+        "brake test.</p></body></html>\n--B--\n",
+    )
+    doc = parse_file(mhtml)
+    assert doc.format == "mhtml"
+    assert "# Runbook" in doc.markdown and "yaw controller before the brake test" in doc.markdown
+    vtt = _write(
+        tmp_path / "standup.vtt",
+        "WEBVTT\n\n00:00:01.000 --> 00:00:04.000\n<v Dana>We ship the gearbox fix on Thursday.\n",
+    )
+    captions = parse_file(vtt)
+    assert captions.format == "vtt" and "gearbox fix on Thursday" in captions.markdown
+
+
 def test_csv_and_tsv_become_tables(tmp_path: Path) -> None:
     rows = "city,nightly cap\nShanghai,500\nBerlin,180\n"
     csv = parse_file(_write(tmp_path / "caps.csv", rows))
@@ -544,3 +564,16 @@ def test_every_shared_kind_parses(shared_corpus: Path) -> None:
         for f in files[:2]:
             doc = parse_file(f)
             assert doc.markdown.strip(), f
+
+
+def test_docs_formats_table_is_current() -> None:
+    from typer.testing import CliRunner
+
+    from corpusflow.cli import app
+
+    out = CliRunner().invoke(app, ["formats", "--markdown"])
+    assert out.exit_code == 0, out.output
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "formats.md").read_text()
+    assert out.output.strip() in doc, (
+        "run: corpusflow formats --markdown, paste into docs/formats.md"
+    )
