@@ -105,6 +105,12 @@ def test_right_angle_scans_read_in_order(
         assert turned == []
     # An upright page is read once; a turned one costs one more reading, not three.
     assert len(readings) == (1 if angle == 0 else 2), readings
+    # The page is described upright, so every line's box lies on it.
+    page = doc.to_docling().pages[1]
+    assert page.size.width < page.size.height  # the scan is portrait once upright
+    for item, _level in doc.to_docling().iterate_items():
+        for prov in getattr(item, "prov", []):
+            assert prov.bbox.r <= page.size.width + 1 and prov.bbox.b <= page.size.height + 1
 
 
 @pytest.mark.parametrize("angle", [3.0, -4.0, 92.5])

@@ -401,20 +401,23 @@ def _ocr_sparse_pages(
     ]
     if not sparse:
         return warnings, failed, failed, False
-    lines, ocr_warnings, ocr_failed = ocr_pdf_pages(path, sparse, settings)
+    lines, ocr_warnings, ocr_failed, turned = ocr_pdf_pages(path, sparse, settings)
     warnings += ocr_warnings
     sizes = {p: (page.size.width, page.size.height) for p, page in doc.pages.items()}
     unsized = [p for p in sparse if p not in sizes]
     if unsized:
         sizes.update(page_sizes(path, unsized))
+    sizes.update(turned)  # pages read on their side: the upright frame
     ocred = False
     for page_no in sparse:
         page_lines = [ln for ln in lines if ln.page_no == page_no]
         if not page_lines:
             continue
+        width, height = sizes[page_no]
         if page_no not in doc.pages:
-            width, height = sizes[page_no]
             doc.add_page(page_no=page_no, size=Size(width=width, height=height))
+        elif page_no in turned:
+            doc.pages[page_no].size = Size(width=width, height=height)
         page_doc = lines_to_document(page_lines, {page_no: sizes[page_no]}, doc.name, [])
         _splice_page(doc, page_no, page_doc)
         ocred = True

@@ -243,15 +243,18 @@ def _orientation_warnings(reading: Reading, page_no: int | None) -> list[ParseWa
 
 def ocr_pdf_pages(
     path: Path, page_nos: list[int], settings: ParseSettings
-) -> tuple[list[Line], list[ParseWarning], list[int]]:
+) -> tuple[list[Line], list[ParseWarning], list[int], dict[int, tuple[float, float]]]:
     """OCR the given 1-based pages of a PDF into lines (boxes in points, top-left origin).
 
-    Returns (lines, warnings, failed pages): a page that cannot be rendered or
-    read is reported and skipped, so the other pages still count.
+    Returns (lines, warnings, failed pages, turned page sizes): a page that cannot
+    be rendered or read is reported and skipped, so the other pages still count;
+    a page read on its side has its lines in the upright frame, whose size (in
+    points, width and height swapped) is in the last item.
     """
     lines: list[Line] = []
     warnings: list[ParseWarning] = []
     failed: list[int] = []
+    turned: dict[int, tuple[float, float]] = {}
     with open_pdf(path) as pdf:
         for page_no in page_nos:
             try:
@@ -268,7 +271,10 @@ def ocr_pdf_pages(
                 continue
             lines += _lines(reading, page_no, settings.ocr_scale)
             warnings += _orientation_warnings(reading, page_no)
-    return lines, warnings, failed
+            if reading.angle in (90, 270):
+                width, height = reading.size
+                turned[page_no] = (width / settings.ocr_scale, height / settings.ocr_scale)
+    return lines, warnings, failed, turned
 
 
 def ocr_image_file(

@@ -51,7 +51,7 @@ def parse_offline(path: Path, settings: ParseSettings, headings: str = "rules") 
         if scanned:
             from parsers.pdf.ocr import ocr_pdf_pages
 
-            ocr_lines, ocr_warnings, ocr_failed = ocr_pdf_pages(path, scanned, settings)
+            ocr_lines, ocr_warnings, ocr_failed, turned = ocr_pdf_pages(path, scanned, settings)
             warnings += ocr_warnings
             missing = sorted(set(ocr_failed))
             redone = set(scanned) - set(ocr_failed)
@@ -62,6 +62,7 @@ def parse_offline(path: Path, settings: ParseSettings, headings: str = "rules") 
             recovered = [p for p in failed if p in redone and p not in sizes]
             if recovered:
                 sizes = {**sizes, **page_sizes(path, recovered)}
+            sizes = {**sizes, **turned}  # pages read on their side: the upright frame
     text_words = {p: ws for p, ws in content.words.items() if p not in set(scanned)}
     tables, table_warnings = detect_tables(path, text_words)
     warnings += table_warnings
