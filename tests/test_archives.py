@@ -131,3 +131,29 @@ def test_verify_flags_text_failed_as_empty(tmp_path: Path) -> None:
     )
     violations = nothing_lost(settings, str(corpus)).violations
     assert any("only_heading.md" in v and "empty" in v for v in violations), violations
+
+
+def test_shipped_formats_sample_is_fully_indexed(tmp_path: Path) -> None:
+    """samples/formats: CSV in cp1252, RST, Org, JSON, YAML, UTF-16 text, WebVTT and a ZIP."""
+    corpus = Path(__file__).resolve().parents[1] / "samples" / "formats"
+    settings = _settings(tmp_path / "db")
+    report = refresh_flow(str(corpus), settings.model_dump_json())
+    assert report["failed"] == 0, report
+    live = assert_nothing_lost(settings, str(corpus))
+    assert {p for p, r in live.items() if r["status"] == "indexed"} == {
+        "alarm_thresholds.yaml",
+        "inventory.json",
+        "maintenance_log.csv",
+        "procedures.zip/lifting/crane_checklist.md",
+        "procedures.zip/lifting/rigging.csv",
+        "release_plan.org",
+        "runbook.rst",
+        "site_notes_utf16.txt",
+        "standup.vtt",
+    }
+    store = Store(str(tmp_path / "db"))
+    text = " ".join(
+        r["text"] for r in store.read_columns(store.chunk_table_name(SUFFIX), ["text"]).to_pylist()
+    )
+    for phrase in ("José Müller", "Lock and tag", "现场访客", "Crane booking", "every 12 months"):
+        assert phrase in text, phrase
