@@ -112,7 +112,9 @@ def parse_file(
     else:
         result = _run_backend(path, spec, settings)
     doc = result.doc
-    markdown = doc.export_to_markdown()
+    # Underscores stay as written (SESSION_USER, snake_case keys): the Markdown is read by
+    # people and search, not rendered, and an escaped one splits the word for both.
+    markdown = doc.export_to_markdown(escape_underscores=False)
     if not markdown.strip():
         if result.missing_pages:
             raise ParseError(
