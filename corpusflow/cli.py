@@ -654,34 +654,36 @@ def formats(
         }
         for spec in FORMATS
     ]
+    rows.append(
+        {
+            "format": "archive",
+            "extensions": list(ARCHIVE_EXTENSIONS),
+            "description": "ZIP archive: each member is its own document, path archive.zip/member",
+            "backend": "sources.archive",
+            "fallback": None,
+            "needs": None,
+            "missing": None,
+        }
+    )
     if json_out:
         typer.echo(json.dumps(rows, indent=2))
         return
     if markdown:
         typer.echo("| format | extensions | backend | notes |\n|---|---|---|---|")
-        for r in rows:
-            needs = f" Needs {r['needs']}." if r["needs"] else ""
+    for r in rows:
+        needs = f" Needs {r['needs']}." if r["needs"] else ""
+        if markdown:
             fallback = f" Fallback: {r['fallback']}." if r["fallback"] else ""
             typer.echo(
                 f"| {r['format']} | {' '.join(r['extensions'])} | {r['backend']} | "
                 f"{r['description']}.{needs}{fallback} |"
             )
-        typer.echo(
-            f"| archive | {' '.join(ARCHIVE_EXTENSIONS)} | sources.archive | Each member is its "
-            "own document, path `archive.zip/member`; see below. |"
-        )
-        return
-    for r in rows:
+            continue
         ready = f"MISSING: {r['missing']}" if r["missing"] else "ready"
-        needs = f" (needs {r['needs']})" if r["needs"] else ""
         typer.echo(
             f"{r['format']:9s} {' '.join(r['extensions']):32s} {r['backend']:20s} "
-            f"{r['description']}{needs} [{ready}]"
+            f"{r['description']}.{needs} [{ready}]"
         )
-    typer.echo(
-        f"{'archive':9s} {' '.join(ARCHIVE_EXTENSIONS):32s} {'sources.archive':20s} "
-        "ZIP: each member indexed as archive.zip/member [ready]"
-    )
 
 
 def main() -> None:
