@@ -263,6 +263,17 @@ def open_page(pdf: Any, page_no: int) -> Iterator[Any]:
         page.close()
 
 
+def iter_pages(path: Path, page_nos: Iterable[int]) -> Iterator[tuple[int, Any]]:
+    """(page_no, page) for the given 1-based pages that exist, in order, each page
+    closed once the caller moves on and the document closed at the end."""
+    with open_pdf(path) as pdf:
+        for page_no in sorted(set(page_nos)):
+            if not 1 <= page_no <= len(pdf):
+                continue
+            with open_page(pdf, page_no) as page:
+                yield page_no, page
+
+
 def page_sizes(path: Path, page_nos: Sequence[int]) -> dict[int, tuple[float, float]]:
     """(width, height) in points of the given 1-based pages."""
     with open_pdf(path) as pdf:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from parsers.pdf.primitives import open_page, open_pdf
+from parsers.pdf.primitives import iter_pages
 
 # Rendering scale for the model: 1.5 (108 dpi) keeps body text legible to it
 # while the model resizes every page to its own input anyway.
@@ -70,18 +70,14 @@ def page_regions(path: Path, page_nos: Iterable[int]) -> dict[int, list[Region]]
     import numpy as np
 
     out: dict[int, list[Region]] = {}
-    with open_pdf(path) as pdf:
-        for page_no in sorted(set(page_nos)):
-            if not 1 <= page_no <= len(pdf):
-                continue
-            with open_page(pdf, page_no) as page:
-                image = page.render(scale=_SCALE).to_pil().convert("RGB")
-            result = _engine()(np.asarray(image))
-            regions = []
-            for box, label, score in zip(
-                result.boxes or [], result.class_names or [], result.scores or [], strict=False
-            ):
-                left, top, right, bottom = (float(v) / _SCALE for v in box)
-                regions.append(Region(page_no, str(label), float(score), left, top, right, bottom))
-            out[page_no] = regions
+    for page_no, page in iter_pages(path, page_nos):
+        image = page.render(scale=_SCALE).to_pil().convert("RGB")
+        result = _engine()(np.asarray(image))
+        regions = []
+        for box, label, score in zip(
+            result.boxes or [], result.class_names or [], result.scores or [], strict=False
+        ):
+            left, top, right, bottom = (float(v) / _SCALE for v in box)
+            regions.append(Region(page_no, str(label), float(score), left, top, right, bottom))
+        out[page_no] = regions
     return out

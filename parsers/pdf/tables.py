@@ -35,9 +35,8 @@ from parsers.pdf.primitives import (
     cluster_values,
     is_mono_face,
     is_rtl,
+    iter_pages,
     join_pieces,
-    open_page,
-    open_pdf,
     visual_to_logical,
     walk_objects,
 )
@@ -122,34 +121,27 @@ def page_rules(path: Path, page_nos: Iterable[int]) -> dict[int, list[Rule]]:
     """Border segments of the given 1-based pages, top-left origin, in points."""
     import pypdfium2.raw as pdfium_c
 
-    wanted = set(page_nos)
     rules: dict[int, list[Rule]] = {}
-    with open_pdf(path) as pdf:
-        for page_no in sorted(wanted):
-            if not 1 <= page_no <= len(pdf):
-                continue
-            with open_page(pdf, page_no) as page:
-                height = page.get_height()
-                paths = walk_objects(page, {pdfium_c.FPDF_PAGEOBJ_PATH})
-                out: list[Rule] = []
-                for obj, _kind, (left, bottom, right, top) in paths:
-                    w, h = right - left, top - bottom
-                    y0, y1 = height - top, height - bottom  # to a top-left origin
-                    if h <= _RULE_MAX_THICKNESS and w >= _RULE_MIN_LENGTH:
-                        out.append(Rule(True, (y0 + y1) / 2, left, right))
-                    elif w <= _RULE_MAX_THICKNESS and h >= _RULE_MIN_LENGTH:
-                        out.append(Rule(False, (left + right) / 2, y0, y1))
-                    elif (
-                        w >= _RULE_MIN_LENGTH and h >= _RULE_MIN_LENGTH and _is_simple_polygon(obj)
-                    ):
-                        # A rectangle (cell shading or a drawn box): its four edges.
-                        out += [
-                            Rule(True, y0, left, right),
-                            Rule(True, y1, left, right),
-                            Rule(False, left, y0, y1),
-                            Rule(False, right, y0, y1),
-                        ]
-                rules[page_no] = out
+    for page_no, page in iter_pages(path, page_nos):
+        height = page.get_height()
+        paths = walk_objects(page, {pdfium_c.FPDF_PAGEOBJ_PATH})
+        out: list[Rule] = []
+        for obj, _kind, (left, bottom, right, top) in paths:
+            w, h = right - left, top - bottom
+            y0, y1 = height - top, height - bottom  # to a top-left origin
+            if h <= _RULE_MAX_THICKNESS and w >= _RULE_MIN_LENGTH:
+                out.append(Rule(True, (y0 + y1) / 2, left, right))
+            elif w <= _RULE_MAX_THICKNESS and h >= _RULE_MIN_LENGTH:
+                out.append(Rule(False, (left + right) / 2, y0, y1))
+            elif w >= _RULE_MIN_LENGTH and h >= _RULE_MIN_LENGTH and _is_simple_polygon(obj):
+                # A rectangle (cell shading or a drawn box): its four edges.
+                out += [
+                    Rule(True, y0, left, right),
+                    Rule(True, y1, left, right),
+                    Rule(False, left, y0, y1),
+                    Rule(False, right, y0, y1),
+                ]
+        rules[page_no] = out
     return rules
 
 

@@ -25,8 +25,7 @@ from parsers.pdf.primitives import (
     is_bold_face,
     is_rtl,
     is_symbol_face,
-    open_page,
-    open_pdf,
+    iter_pages,
     walk_objects,
 )
 
@@ -55,35 +54,31 @@ def _resolve_fonts(path: Path, words: dict[int, list[Word]], keys: dict[int, set
 
     import pypdfium2.raw as pdfium_c
 
-    with open_pdf(path) as pdf:
-        for page_no in sorted(keys):
-            if not 1 <= page_no <= len(pdf):
+    for page_no, page in iter_pages(path, keys):
+        height = page.get_height()
+        spans: list[tuple[float, float, float, float, str]] = []
+        for obj, _kind, (left, bottom, right, top) in walk_objects(
+            page, {pdfium_c.FPDF_PAGEOBJ_TEXT}
+        ):
+            font = pdfium_c.FPDFTextObj_GetFont(obj)
+            if not font:
                 continue
-            with open_page(pdf, page_no) as page:
-                height = page.get_height()
-                spans: list[tuple[float, float, float, float, str]] = []
-                for obj, _kind, (left, bottom, right, top) in walk_objects(
-                    page, {pdfium_c.FPDF_PAGEOBJ_TEXT}
-                ):
-                    font = pdfium_c.FPDFTextObj_GetFont(obj)
-                    if not font:
-                        continue
-                    buf = ctypes.create_string_buffer(256)
-                    n = pdfium_c.FPDFFont_GetBaseFontName(font, buf, 256)
-                    name = buf.value.decode("latin-1") if n else ""
-                    if name:
-                        spans.append((left, height - top, right, height - bottom, name))
-                if not spans:
-                    continue
-                out: list[Word] = []
-                for w in words.get(page_no, []):
-                    if w.font in keys[page_no]:
-                        for sl, st, sr, sb, name in spans:
-                            if sl - 0.5 <= w.cx <= sr + 0.5 and st - 0.5 <= w.cy <= sb + 0.5:
-                                w = replace(w, font=name)
-                                break
-                    out.append(w)
-                words[page_no] = out
+            buf = ctypes.create_string_buffer(256)
+            n = pdfium_c.FPDFFont_GetBaseFontName(font, buf, 256)
+            name = buf.value.decode("latin-1") if n else ""
+            if name:
+                spans.append((left, height - top, right, height - bottom, name))
+        if not spans:
+            continue
+        out: list[Word] = []
+        for w in words.get(page_no, []):
+            if w.font in keys[page_no]:
+                for sl, st, sr, sb, name in spans:
+                    if sl - 0.5 <= w.cx <= sr + 0.5 and st - 0.5 <= w.cy <= sb + 0.5:
+                        w = replace(w, font=name)
+                        break
+            out.append(w)
+        words[page_no] = out
 
 
 def _line_from_words(page_no: int, text: str, box: tuple[float, ...], ws: list[Word]) -> Line:
