@@ -10,6 +10,9 @@ from __future__ import annotations
 import zipfile
 from collections.abc import Sequence
 
+# Files with these suffixes are ZIP archives that sources list member by member
+# (sources.archive) and the format table names (parsers.formats).
+ARCHIVE_EXTENSIONS = (".zip",)
 # Members smaller than this compress well and are harmless whatever their ratio.
 _SMALL_MEMBER = 1024 * 1024
 

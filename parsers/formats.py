@@ -22,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
+from corpusflow import zipguard
+
 DOCLING = "parsers.docling_backend:parse"
 UNSTRUCTURED = "parsers.unstructured_backend:parse"
 TEXT = "parsers.text_backend:parse"
@@ -184,7 +186,7 @@ FORMATS: tuple[FormatSpec, ...] = (
 BY_FORMAT: dict[str, FormatSpec] = {spec.fmt: spec for spec in FORMATS}
 EXTENSION_FORMATS: dict[str, str] = {ext: spec.fmt for spec in FORMATS for ext in spec.extensions}
 # ZIP archives are not parsed as one document: sources list their members.
-ARCHIVE_EXTENSIONS = (".zip",)
+ARCHIVE_EXTENSIONS = zipguard.ARCHIVE_EXTENSIONS
 
 
 def spec_for(fmt: str) -> FormatSpec:

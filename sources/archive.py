@@ -28,13 +28,11 @@ from typing import IO
 
 from corpusflow.errors import Category, DocumentError
 from corpusflow.settings import SourceSettings
-from corpusflow.zipguard import zip_problem
-
-ARCHIVE_SUFFIXES = (".zip",)
+from corpusflow.zipguard import ARCHIVE_EXTENSIONS, zip_problem
 
 
 def is_archive(name: str) -> bool:
-    return name.lower().endswith(ARCHIVE_SUFFIXES)
+    return name.lower().endswith(ARCHIVE_EXTENSIONS)
 
 
 def safe_member_name(name: str) -> str | None:
