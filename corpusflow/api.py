@@ -116,8 +116,9 @@ class Searcher:
     def for_active(cls, settings: Settings) -> Searcher:
         """The active table, queried with the model that built it. A dense-only BERT model
         embeds queries through embedding.query_encoder (NumPy, no torch / transformers
-        imports: a cold ``corpusflow search`` in ~2 s instead of ~17 s); any other model,
-        or one that encoder does not reproduce exactly, through its own backend."""
+        imports: a cold ``corpusflow search`` costs about the lancedb import, ~3.4 s
+        against ~20 s on a shared 2-core VM; docs/benchmarks.md); any other model, or one
+        that encoder does not reproduce exactly, through its own backend."""
         store = Store.from_settings(settings.storage)
         active, spec = active_spec(store)
         return cls(
