@@ -110,7 +110,7 @@ def _setup(work: Path, hash_shortcut: bool = True) -> tuple[Any, Any, Any, Any]:
 
 def measure_step(step: str, work: Path) -> dict[str, Any]:
     """Run one step twice in this (fresh) process: timed with RSS sampling, then traced."""
-    from corpusflow.pipeline import plan_changes
+    from corpusflow.plan import plan_changes
 
     settings, source, store, fps = _setup(work, hash_shortcut=step != "plan-hash-all")
     store.ledger("warm-up-nonexistent")  # open the database before the baseline
@@ -124,7 +124,7 @@ def measure_step(step: str, work: Path) -> dict[str, Any]:
         return {
             "listed": plan.listed,
             "work": len(plan.work),
-            "unchanged": len(plan.unchanged),
+            "unchanged": plan.unchanged,
             "deleted": len(plan.deleted),
         }
 

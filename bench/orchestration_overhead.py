@@ -4,10 +4,9 @@ Usage: python bench/orchestration_overhead.py [--docs 300] [--pdfs 40] [--reps 2
 
 A. Orchestration share, on many small documents (Markdown and HTML, where the
    per-document work is smallest and orchestration weighs most): the refresh
-   flow (one task run per document, batch tasks, artifacts, ledger) against the
-   same stage functions run the same way without Prefect: parse+chunk submitted to
-   a thread pool, batches embedded and committed as results arrive (same parser
-   pool, chunker, embedder and Lance writes), each on a fresh database, interleaved.
+   flow (one task run per document, batch tasks, artifacts) against the same
+   refresh engine with the in-process executor (same plan, parser pool, chunker,
+   embedder, Lance writes and ledger), each on a fresh database, interleaved.
    share = (flow wall - plain wall) / flow wall. Target <= 10%.
 B. Parse speedup with 2 workers vs 1 on generated multi-page PDFs: (1) the
    isolated ParserPool itself, warm, fed from threads as the flow feeds it; (2) the
@@ -35,47 +34,11 @@ sys.path.insert(0, str(REPO / "bench"))
 
 
 def plain_pipeline(corpus: Path, settings: Any) -> int:
-    """The stages without Prefect: list, parse (isolated), chunk, embed, commit, ledger."""
-    from corpusflow.pipeline import (
-        Fingerprints,
-        Processed,
-        choose_model,
-        chunk_parsed,
-        parse_document,
-        plan_changes,
-        write_batch,
-    )
-    from embedding import load_embedder
-    from parsers import ParserPool
-    from sources import open_source
-    from storage import Store
+    """The same refresh engine without Prefect: corpusflow.engine.InProcessExecutor
+    (the flow differs only in its executor: task runs per document and batch)."""
+    from corpusflow.engine import RefreshEngine
 
-    store = Store.from_settings(settings.storage)
-    spec = choose_model(settings, store)
-    embedder = load_embedder(settings.embed, spec)
-    fps = Fingerprints.of(settings, spec)
-    src = open_source(str(corpus), settings.source)
-    plan = plan_changes(src, store, settings, fps)
-    tokenizer = embedder.tokenizer()
-    written = 0
-
-    def parse_and_chunk(item: Any, pool: ParserPool) -> Processed:
-        parsed, cached = parse_document(item, src, store, settings, fps, pool.parse)
-        chunks = chunk_parsed(item, parsed, tokenizer, settings, fps, None)
-        return Processed(item=item, parsed=parsed, chunks=chunks, from_cache=cached)
-
-    with ParserPool(settings.parse) as pool, ThreadPoolExecutor() as threads:
-        batch: list[Processed] = []
-        futures = [threads.submit(parse_and_chunk, item, pool) for item in plan.work]
-        for fut in futures:
-            batch.append(fut.result())
-            if len(batch) >= settings.storage.write_batch_docs:
-                written += write_batch(batch, store, embedder, settings, fps)[0]
-                batch = []
-        if batch:
-            written += write_batch(batch, store, embedder, settings, fps)[0]
-    store.set_active(spec.table_suffix, spec.to_dict())
-    return written
+    return RefreshEngine(str(corpus), settings).refresh().chunks_written
 
 
 def pool_throughput(files: list[Path], workers: int) -> float:

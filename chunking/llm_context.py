@@ -23,7 +23,13 @@ from typing import Any, Protocol
 import httpx
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
-from corpusflow.errors import Category, ConfigurationError, DocumentError
+from corpusflow.errors import (
+    Category,
+    ConfigurationError,
+    DocumentError,
+    TransientError,
+    is_transient,
+)
 from corpusflow.settings import LLMSettings
 from parsers.models import ParsedDocument
 
@@ -43,14 +49,6 @@ class ContextCache(Protocol):
     def get_many(self, keys: Sequence[str]) -> Mapping[str, str]: ...
 
     def put_many(self, items: Mapping[str, str]) -> None: ...
-
-
-class _Transient(Exception):
-    pass
-
-
-def _is_transient(exc: BaseException) -> bool:
-    return isinstance(exc, _Transient | httpx.TimeoutException | httpx.TransportError)
 
 
 class LLMContextualizer:
@@ -96,7 +94,7 @@ class LLMContextualizer:
             ],
         }
         for attempt in Retrying(
-            retry=retry_if_exception(_is_transient),
+            retry=retry_if_exception(is_transient),
             stop=stop_after_attempt(self.settings.max_attempts),
             wait=wait_exponential(multiplier=0.5, max=20),
             reraise=True,
@@ -106,7 +104,7 @@ class LLMContextualizer:
                     self.calls += 1
                 resp = self.client.post("/chat/completions", json=payload)
                 if resp.status_code == 429 or resp.status_code >= 500:
-                    raise _Transient(f"HTTP {resp.status_code}")
+                    raise TransientError(f"HTTP {resp.status_code}")
                 if resp.status_code >= 400:
                     raise DocumentError(
                         Category.CONTEXT,

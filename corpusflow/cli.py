@@ -51,6 +51,22 @@ def _settings(
         _fail(f"invalid configuration: {exc}")
 
 
+def exit_code(exc: BaseException) -> int:
+    """The one mapping from an error to every command's exit status (docs/operations.md):
+    2 = the command cannot run as given (configuration, arguments, a missing file or
+    source); 1 = it ran and failed (another run holds the lease, validation, a full
+    disk, a store error)."""
+    from corpusflow.errors import ConfigurationError
+
+    if isinstance(exc, ConfigurationError | LookupError | ValueError | FileNotFoundError):
+        return 2
+    return 1
+
+
+def _fail_on(exc: BaseException) -> Any:
+    _fail(str(exc), exit_code(exc))
+
+
 def _fail(message: str, code: int = 2) -> Any:
     typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
     raise typer.Exit(code)
@@ -58,17 +74,44 @@ def _fail(message: str, code: int = 2) -> Any:
 
 def _run_flow(source: str, settings: Any, start: Any) -> dict[str, Any]:
     """Preflight, then run a flow; configuration errors exit 2, run failures exit 1."""
-    from corpusflow.errors import ConfigurationError, CorpusflowError
+    from corpusflow.errors import CorpusflowError
     from corpusflow.pipeline import preflight
 
     try:
         preflight(source, settings)
         report: dict[str, Any] = start()
-    except ConfigurationError as exc:
-        _fail(str(exc))
     except CorpusflowError as exc:
-        _fail(str(exc), code=1)
+        _fail_on(exc)
     return report
+
+
+def _refresh(
+    source: str, settings: Any, force_delete: bool = False, only_failed: bool = False
+) -> dict[str, Any]:
+    """Plan in this process; only when there are documents to process start the Prefect
+    flow (and with it the ephemeral API), which takes over the planned run and its lease.
+    A refresh with nothing to parse records its run without an orchestrator."""
+    from corpusflow.engine import InProcessExecutor, RefreshEngine
+
+    kind = "retry-failed" if only_failed else "refresh"
+    engine = RefreshEngine(source, settings, force_delete, only_failed, kind=kind).prepare()
+    if not engine.has_work:
+        return engine.run(InProcessExecutor()).to_dict()
+    from corpusflow.runtime import start_prefect_api
+    from flows.refresh import hand_over, refresh_flow, release
+
+    token = hand_over(engine)
+    try:
+        start_prefect_api()
+        return refresh_flow(
+            source,
+            settings.model_dump_json(),
+            force_delete=force_delete,
+            only_failed=only_failed,
+            prepared=token,
+        )
+    finally:
+        release(token)
 
 
 def _check_mode(mode: str) -> None:
@@ -140,12 +183,8 @@ def ingest(
     """Run the refresh flow: parse, chunk, embed and index what changed in SOURCE."""
     settings = _settings(config, db, model, collection)
     configure_environment()
-    from flows.refresh import refresh_flow
-
     report = _run_flow(
-        source,
-        settings,
-        lambda: refresh_flow(source, settings.model_dump_json(), force_delete=force_delete),
+        source, settings, lambda: _refresh(source, settings, force_delete=force_delete)
     )
     if json_out:
         typer.echo(json.dumps(report, indent=2, default=str))
@@ -184,8 +223,10 @@ def reindex(
     settings = _settings(config, db, model, collection)
     configure_environment()
     _check_mode(mode)
+    from corpusflow.runtime import start_prefect_api
     from flows.reindex import reindex_flow
 
+    start_prefect_api()
     report = _run_flow(
         source,
         settings,
@@ -219,7 +260,7 @@ def rollback(db: DbOpt = None, config: ConfigOpt = None, collection: CollectionO
     try:
         pointer = do_rollback(settings)
     except (LookupError, CorpusflowError) as exc:
-        _fail(str(exc))
+        _fail_on(exc)
     typer.echo(f"active table is now {pointer['chunk_table']}")
     typer.echo(f"rollback target is {pointer['previous_chunk_table']}")
 
@@ -242,7 +283,7 @@ def retire(
     try:
         dropped = do_retire(settings, table)
     except (LookupError, ValueError, CorpusflowError) as exc:
-        _fail(str(exc))
+        _fail_on(exc)
     for name in dropped:
         typer.echo(f"dropped {name}")
 
@@ -257,12 +298,14 @@ def maintain(
     settings = _settings(config, db, None, collection)
     configure_environment()
     from corpusflow.errors import CorpusflowError
+    from corpusflow.runtime import start_prefect_api
     from flows.maintenance import maintain_flow
 
     try:
+        start_prefect_api()
         report = maintain_flow(settings.model_dump_json())
     except CorpusflowError as exc:
-        _fail(str(exc), code=1)
+        _fail_on(exc)
     typer.echo(json.dumps(report, indent=2, default=str))
 
 
@@ -309,11 +352,7 @@ def retry_failed(
     """Reprocess only the documents in failed or quarantined state."""
     settings = _settings(config, db, None, collection)
     configure_environment()
-    from flows.refresh import refresh_flow
-
-    report = _run_flow(
-        source, settings, lambda: refresh_flow(source, settings.model_dump_json(), only_failed=True)
-    )
+    report = _run_flow(source, settings, lambda: _refresh(source, settings, only_failed=True))
     _print_report(report)
 
 
@@ -369,7 +408,8 @@ def chunks(
     settings = _settings(config, None, model, None)
     configure_environment()
     from corpusflow.errors import CorpusflowError
-    from corpusflow.pipeline import Fingerprints, WorkItem, chunk_parsed, make_contextualizer
+    from corpusflow.pipeline import Fingerprints, chunk_parsed, make_contextualizer
+    from corpusflow.plan import WorkItem
     from embedding import load_embedder, resolve_model
     from parsers import ParserPool
     from sources import LocalSource, SourceFile
@@ -389,7 +429,7 @@ def chunks(
         tokenizer = load_embedder(settings.embed, spec).tokenizer()
         result = chunk_parsed(item, parsed, tokenizer, settings, fps, ctx)
     except CorpusflowError as exc:
-        _fail(str(exc), code=1)
+        _fail_on(exc)
     parents = {p.parent_id: p for p in result.parents}
     rows: list[dict[str, Any]] = [
         {
@@ -473,7 +513,7 @@ def search(
     try:
         hits = do_search(query, settings, k=k, mode=mode, filters=filters)  # type: ignore[arg-type]
     except CorpusflowError as exc:
-        _fail(str(exc))
+        _fail_on(exc)
     if json_out:
         typer.echo(json.dumps(hits, indent=2, ensure_ascii=False))
         return
@@ -516,7 +556,7 @@ def eval_cmd(
         searcher = Searcher.for_active(settings)
         result = evaluate(qs, lambda q, n: searcher.search(q, k=n, mode=mode), k=k)  # type: ignore[arg-type]
     except (OSError, ValueError, CorpusflowError) as exc:
-        _fail(str(exc))
+        _fail_on(exc)
     if json_out:
         typer.echo(json.dumps(result, indent=2, ensure_ascii=False))
         return
@@ -570,7 +610,7 @@ def verify(
     try:
         report = nothing_lost(settings, source, rehash=rehash)
     except CorpusflowError as exc:
-        _fail(str(exc))
+        _fail_on(exc)
     if json_out:
         typer.echo(json.dumps(report.to_dict(), indent=2))
     else:

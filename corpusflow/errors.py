@@ -74,3 +74,36 @@ def is_storage_full(exc: BaseException) -> bool:
 
 class ConfigurationError(CorpusflowError):
     """The run cannot start: a setting is wrong or a resource is unreachable."""
+
+
+class TransientError(CorpusflowError):
+    """A failure the same call can get past when repeated (a 429 or 5xx reply, a busy device)."""
+
+
+def is_oom(exc: BaseException) -> bool:
+    if type(exc).__name__ == "OutOfMemoryError":
+        return True
+    return isinstance(exc, RuntimeError | MemoryError) and "out of memory" in str(exc).lower()
+
+
+def is_transient(exc: BaseException) -> bool:
+    """The one definition of "worth retrying": a document's task, an embedding batch and
+    an LLM request are all retried on exactly these.
+
+    Out-of-memory is not (the encoder halves its batch instead), nor a full disk (the
+    run stops), nor a terminal document error (the same bytes fail the same way).
+    """
+    if isinstance(exc, DocumentError):
+        return exc.category in TRANSIENT_CATEGORIES
+    if is_oom(exc) or is_storage_full(exc):
+        return False
+    if isinstance(exc, TransientError | OSError):  # OSError: timeouts, resets, refused
+        return True
+    # httpx's transport errors and timeouts (no httpx import here: it is optional).
+    mro = type(exc).__mro__
+    if any(c.__name__ == "TransportError" and c.__module__.startswith("httpx") for c in mro):
+        return True
+    text = str(exc).lower()
+    return isinstance(exc, RuntimeError) and any(
+        s in text for s in ("cuda error: unspecified launch failure", "nccl", "temporarily")
+    )

@@ -16,22 +16,18 @@ from typing import Any
 from chunking import ChunkSet, chunker_fingerprint
 from chunking.models import Chunk, Contextualizer, Parent
 from corpusflow.errors import (
-    TERMINAL_CATEGORIES,
     Category,
     ConfigurationError,
     CorpusflowError,
     DocumentError,
 )
+from corpusflow.plan import WorkItem
 from corpusflow.settings import Settings
 from embedding import Embedder, ModelSpec, embed_texts
 from parsers import ParsedDocument, parser_fingerprint
 from parsers.models import ParseWarning
-from sources import Source, SourceFile, open_source
+from sources import Source, open_source
 from storage import Store
-
-
-class DeletionGuardError(ConfigurationError):
-    """A run would delete too large a share of the index (the source probably vanished)."""
 
 
 class ValidationFailedError(CorpusflowError):
@@ -100,89 +96,6 @@ def chunk_max_tokens(settings: Settings, spec: ModelSpec) -> int:
     return min(configured, spec.max_length)
 
 
-@dataclass(slots=True)
-class WorkItem:
-    file: SourceFile
-    sha256: str
-    reason: str  # new | changed | retry | rechunk
-    attempts: int = 0
-
-
-@dataclass(slots=True)
-class Plan:
-    work: list[WorkItem] = field(default_factory=list)
-    unchanged: list[SourceFile] = field(default_factory=list)
-    touched: list[dict[str, Any]] = field(default_factory=list)  # unchanged, mtime refreshed
-    deleted: list[dict[str, Any]] = field(default_factory=list)
-    listed: int = 0
-
-    def count(self, reason: str) -> int:
-        return sum(1 for w in self.work if w.reason == reason)
-
-
-def plan_changes(
-    source: Source,
-    store: Store,
-    settings: Settings,
-    fps: Fingerprints,
-    force_delete: bool = False,
-    only_failed: bool = False,
-) -> Plan:
-    """Compare the source listing with the ledger."""
-    ledger = store.ledger(fps.table_suffix)
-    plan = Plan()
-    seen: set[str] = set()
-    for f in source.list():
-        plan.listed += 1
-        seen.add(f.doc_id)
-        row = ledger.get(f.doc_id)
-        live = row is not None and row["status"] != "deleted"
-        if only_failed and not (live and row and row["status"] == "failed"):
-            continue
-        if not live or row is None:
-            plan.work.append(WorkItem(f, "", "new"))
-            continue
-        etag = row.get("etag")
-        same_stat = f.hint_matches(row["size"], row["mtime"], etag)
-        if settings.source.hash_shortcut and same_stat and row["content_sha256"]:
-            sha = row["content_sha256"]
-        else:
-            try:
-                sha = source.content_hash(f)
-            except OSError:
-                sha = ""
-        if row["status"] in ("failed", "quarantined"):
-            # A terminal failure or a quarantined file is skipped until its bytes change.
-            stuck = row["status"] == "quarantined" or row["error_category"] in TERMINAL_CATEGORIES
-            if stuck and row["content_sha256"] and sha == row["content_sha256"] and not only_failed:
-                plan.unchanged.append(f)
-            else:
-                plan.work.append(WorkItem(f, sha, "retry", attempts=row["attempts"] or 0))
-        elif not row["content_sha256"] or sha != row["content_sha256"]:
-            plan.work.append(WorkItem(f, sha, "changed"))
-        elif (row["parser_fingerprint"], row["chunker_fingerprint"], row["model_fingerprint"]) != (
-            fps.parser,
-            fps.chunker,
-            fps.model,
-        ):
-            plan.work.append(WorkItem(f, sha, "rechunk"))
-        else:
-            plan.unchanged.append(f)
-            if (row["size"], row["mtime"], etag) != (f.size, f.mtime, f.etag):
-                plan.touched.append(row | {"size": f.size, "mtime": f.mtime, "etag": f.etag})
-    if not only_failed:
-        plan.deleted = [r for d, r in ledger.items() if d not in seen and r["status"] != "deleted"]
-        indexed = sum(1 for r in ledger.values() if r["status"] == "indexed")
-        limit = max(1, int(settings.storage.max_delete_fraction * indexed))
-        if len(plan.deleted) > limit and not force_delete:
-            raise DeletionGuardError(
-                f"refusing to delete {len(plan.deleted)} of {indexed} indexed documents "
-                f"(more than storage.max_delete_fraction={settings.storage.max_delete_fraction:g}); "
-                f"is the source {source.root} mounted? Re-run with --force-delete if intended."
-            )
-    return plan
-
-
 # Stored columns that are exactly the fields of Chunk / Parent.
 _CHUNK_FIELDS = [f.name for f in dataclass_fields(Chunk)]
 _PARENT_FIELDS = [f.name for f in dataclass_fields(Parent)]
@@ -211,7 +124,9 @@ def reuse_active_chunks(
     active = store.active()
     if active is None or active["chunk_table"] == store.chunk_table_name(fps.table_suffix):
         return list(work), iter(())
-    ledger = store.ledger(store.suffix_of(active["chunk_table"]))
+    ledger = store.ledger_rows(
+        store.suffix_of(active["chunk_table"]), [item.file.doc_id for item in work]
+    )
     reusable: list[WorkItem] = []
     rest: list[WorkItem] = []
     for item in work:
@@ -226,7 +141,7 @@ def reuse_active_chunks(
         elif item.sha256:  # hashed while planning: the hash decides
             (reusable if item.sha256 == row["content_sha256"] else rest).append(item)
         elif settings.source.hash_shortcut and item.file.hint_matches(
-            row["size"], row["mtime"], row.get("etag")
+            row["size"], row["mtime"], row["etag"]
         ):
             reusable.append(item)
         else:

@@ -23,3 +23,65 @@ def configure_environment() -> None:
     }
     for key, value in defaults.items():
         os.environ.setdefault(key, value)
+
+
+# Run by the watchdog child: wait for the parent's death (PR_SET_PDEATHSIG delivers
+# SIGTERM), then stop the server; exits at once when the parent is already gone.
+_WATCHDOG = """
+import os, signal, sys, time
+pid, parent = int(sys.argv[1]), int(sys.argv[2])
+def stop(*_):
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            break
+        for _ in range(50):
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                sys.exit(0)
+            time.sleep(0.1)
+    sys.exit(0)
+signal.signal(signal.SIGTERM, stop)
+if os.getppid() != parent:
+    stop()
+while True:
+    signal.pause()
+"""
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the forked child
+    import ctypes
+    import signal
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def start_prefect_api() -> None:
+    """Start Prefect's ephemeral API now (unless PREFECT_API_URL names a server) and make
+    sure it dies with this process, even when this process is SIGKILLed (an OOM killer,
+    an operator): Prefect stops it only from an atexit hook, which a kill skips, and the
+    orphaned uvicorn (~260 MB) would outlive the run. Linux only; elsewhere a no-op."""
+    import subprocess
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return
+    from prefect.server.api.server import SubprocessASGIServer
+    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED
+
+    if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
+        return
+
+    server = SubprocessASGIServer()
+    server.start()
+    process = server.server_process
+    if process is None or getattr(server, "_corpusflow_watchdog", None) is not None:
+        return
+    server._corpusflow_watchdog = subprocess.Popen(  # type: ignore[attr-defined]
+        [sys.executable, "-S", "-c", _WATCHDOG, str(process.pid), str(os.getpid())],
+        preexec_fn=_die_with_parent,
+        stdin=subprocess.DEVNULL,
+    )

@@ -236,6 +236,31 @@ class RunSettings(_Section):
     dask_workers: int = Field(
         2, ge=1, description="Worker processes of the LocalCluster (dask without an address)."
     )
+    dask_parse_resources: dict[str, float] = Field(
+        default_factory=dict,
+        description=(
+            "Dask worker resources a parse task needs (e.g. {'cpu': 1}): parse tasks go "
+            "only to workers started with them. Empty = any worker."
+        ),
+    )
+    dask_embed_resources: dict[str, float] = Field(
+        default_factory=dict,
+        description=(
+            "With task_runner='dask': embedding batches are encoded on cluster workers "
+            "offering these resources (e.g. {'gpu': 1}), each loading the model once; the "
+            "checkpoint and the commits stay in the flow process. Empty = encode in the "
+            "flow process."
+        ),
+    )
+    max_in_flight: int = Field(
+        0,
+        ge=0,
+        description=(
+            "Documents submitted or parsed but not yet committed, at most; parsing waits "
+            "while a batch is embedded (backpressure), so memory does not grow with the "
+            "corpus. 0 = storage.write_batch_docs + 2 x parse.workers."
+        ),
+    )
     task_retries: int = Field(
         1,
         ge=0,

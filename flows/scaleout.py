@@ -1,4 +1,4 @@
-"""Where per-document parse tasks run: this process's threads, or a Dask cluster.
+"""Where parse tasks and embedding batches run: this process, or a Dask cluster.
 
 With ``run.task_runner = "threads"`` (the default) parse tasks run on the flow's
 thread pool and share one ParserPool (``parse.workers`` child processes). With
@@ -6,8 +6,11 @@ thread pool and share one ParserPool (``parse.workers`` child processes). With
 LocalCluster of ``run.dask_workers`` processes, or to an existing cluster at
 ``run.dask_address`` (other machines). Each Dask worker process builds its own
 kit (parser pool, store handle, tokenizer, context provider) once, from a
-picklable recipe, and keeps it for the life of the worker. Embedding and the
-Lance commits stay in the flow process, under its write lease.
+picklable recipe, and keeps it for the life of the worker. Parse tasks ask for
+``run.dask_parse_resources`` (e.g. ``{"cpu": 1}``); with ``run.dask_embed_resources``
+(e.g. ``{"gpu": 1}``) every embedding batch is encoded on a worker offering those
+resources, which loads the model once and keeps it. The embedding checkpoint and
+the Lance commits stay in the flow process, under its write lease.
 """
 
 from __future__ import annotations
@@ -15,29 +18,15 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from chunking.models import Contextualizer
-from corpusflow.settings import RunSettings, Settings
-from embedding import ModelSpec, load_embedder
+from corpusflow.engine import StageKit
+from corpusflow.settings import EmbedSettings, RunSettings, Settings
+from embedding import Embeddings, ModelSpec, load_embedder
 from parsers import ParserPool
 from storage import Store
-
-
-@dataclass(slots=True)
-class StageKit:
-    """What a parse task needs besides its document."""
-
-    store: Store
-    pool: ParserPool
-    tokenizer: Any
-    contextualizer: Contextualizer | None
-
-    def resolve(self) -> StageKit:
-        return self
-
 
 _WORKER_KITS: dict[str, StageKit] = {}
 _WORKER_LOCK = threading.Lock()
@@ -69,6 +58,57 @@ class RemoteKit:
                 )
                 _WORKER_KITS[key] = kit
             return kit
+
+
+_WORKER_EMBEDDERS: dict[str, Any] = {}
+
+
+def _encode_on_worker(
+    embed_json: str, spec: ModelSpec, texts: list[str], batch_size: int
+) -> Embeddings:
+    """Runs on a Dask worker: the worker's embedder (loaded once), encoding ``texts``."""
+    key = f"{embed_json}|{spec.fingerprint}"
+    with _WORKER_LOCK:
+        embedder = _WORKER_EMBEDDERS.get(key)
+        if embedder is None:
+            embedder = load_embedder(EmbedSettings.model_validate_json(embed_json), spec)
+            _WORKER_EMBEDDERS[key] = embedder
+    return embedder.embed(texts, batch_size)
+
+
+class ClusterEmbedder:
+    """An Embedder whose encoding runs on the Dask workers that offer ``resources``
+    (the GPU machines); the coordinator only sends texts and receives vectors."""
+
+    def __init__(
+        self, client: Any, settings: Settings, spec: ModelSpec, resources: dict[str, float]
+    ) -> None:
+        self.client = client
+        self.spec = spec
+        self.resources = dict(resources)
+        self.embed_json = settings.embed.model_dump_json()
+        self.batches = 0
+
+    @property
+    def has_sparse(self) -> bool:
+        return self.spec.backend == "bge-m3"
+
+    def tokenizer(self) -> Any:
+        raise NotImplementedError("chunking uses the parse workers' tokenizer")
+
+    def embed(self, texts: Sequence[str], batch_size: int) -> Embeddings:
+        self.batches += 1
+        future = self.client.submit(
+            _encode_on_worker,
+            self.embed_json,
+            self.spec,
+            list(texts),
+            batch_size,
+            resources=self.resources or None,
+            pure=False,
+        )
+        out: Embeddings = future.result()
+        return out
 
 
 def _prefect_api_url() -> str | None:

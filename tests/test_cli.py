@@ -81,3 +81,17 @@ def test_chunks_command_shows_what_is_embedded(samples_dir: Path) -> None:
     assert hotel["heading_path"][-1] == "Hotel Limits"
     assert hotel["context"].startswith("Travel and Expense Policy")
     assert hotel["parent_id"] and hotel["n_tokens"] <= 256
+
+
+def test_one_exit_code_for_a_held_lease(tmp_path: Path) -> None:
+    """Every command that writes exits 1 when another run holds the collection's lease
+    (rollback used to exit 2 and maintain 1), with the same message."""
+    from storage import write_lease
+
+    db = tmp_path / "db"
+    db.mkdir()
+    with write_lease(str(db), "default"):
+        for command in (["rollback"], ["maintain"], ["retire"]):
+            proc = _cli(*command, "--db", str(db), check=False)
+            assert proc.returncode == 1, (command, proc.stdout + proc.stderr)
+            assert "is being written by another run" in proc.stderr

@@ -9,7 +9,7 @@ import lancedb
 import pytest
 
 from corpusflow.api import search, status
-from corpusflow.pipeline import DeletionGuardError
+from corpusflow.plan import DeletionGuardError
 from corpusflow.settings import Settings, load_settings
 from flows.refresh import refresh_flow
 from storage import Store

@@ -20,7 +20,7 @@ import psutil
 import pytest
 
 from corpusflow.errors import ConfigurationError, StorageFullError
-from corpusflow.pipeline import DeletionGuardError
+from corpusflow.plan import DeletionGuardError
 from corpusflow.settings import EmbedSettings, Settings, load_settings
 from embedding import resolve_model
 from flows.maintenance import maintain_flow

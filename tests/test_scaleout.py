@@ -55,3 +55,54 @@ def test_dask_runner_builds_the_same_tables(corpus: Path, tmp_path: Path) -> Non
         assert b[chunk_id][3] == pytest.approx(vector, abs=1e-5)
     assert _ledger(threads_db) == _ledger(dask_db)
     assert_nothing_lost(dask_settings, str(corpus))
+
+
+def test_parse_and_embed_on_separate_dask_workers(corpus: Path, tmp_path: Path) -> None:
+    """A cluster of one parse worker and one embed worker (worker resources, as CPU and
+    GPU machines would be): parse tasks only on the first, embedding batches only on the
+    second (the model loaded there once), the same tables as the in-process engine."""
+    import dask
+    from distributed import Client, Nanny, Scheduler, SpecCluster
+
+    from corpusflow.engine import RefreshEngine
+    from flows.scaleout import _prefect_api_url
+
+    local_db, dask_db = tmp_path / "local", tmp_path / "dask"
+    local = RefreshEngine(str(corpus), _settings(local_db, task_runner="threads")).refresh()
+    env = {"PREFECT_API_URL": _prefect_api_url() or "", "HF_HUB_OFFLINE": "1"}
+    dask.config.set({"distributed.worker.daemon": False})
+    worker = {"nthreads": 1, "env": env, "dashboard_address": None}
+    spec = {
+        "cpu": {"cls": Nanny, "options": {**worker, "resources": {"parse": 1}}},
+        "gpu": {"cls": Nanny, "options": {**worker, "resources": {"embed": 1}}},
+    }
+    scheduler = {"cls": Scheduler, "options": {"dashboard_address": None}}
+    with SpecCluster(workers=spec, scheduler=scheduler) as cluster, Client(cluster) as client:
+        settings = _settings(
+            dask_db,
+            task_runner="dask",
+            dask_address=cluster.scheduler_address,
+            dask_parse_resources={"parse": 1},
+            dask_embed_resources={"embed": 1},
+        )
+        by_dask = refresh_flow(str(corpus), settings.model_dump_json())
+
+        def loaded() -> tuple[int, int]:
+            from flows import scaleout
+
+            return len(scaleout._WORKER_KITS), len(scaleout._WORKER_EMBEDDERS)
+
+        per_worker = client.run(loaded)
+        by_resource = {
+            tuple(info["resources"]): per_worker[addr]
+            for addr, info in client.scheduler_info()["workers"].items()
+        }
+    assert by_resource == {("parse",): (1, 0), ("embed",): (0, 1)}
+    assert (by_dask["new"], by_dask["failed"]) == (local.new, local.failed) == (7, 0)
+    assert by_dask["chunks_written"] == local.chunks_written
+    a, b = _rows(local_db), _rows(dask_db)
+    assert a.keys() == b.keys()
+    for chunk_id, (doc, text, headings, vector) in a.items():
+        assert b[chunk_id][:3] == (doc, text, headings)
+        assert b[chunk_id][3] == pytest.approx(vector, abs=1e-5)
+    assert _ledger(local_db) == _ledger(dask_db)

@@ -1,0 +1,501 @@
+"""The refresh engine: one runner for every way a refresh runs.
+
+``RefreshEngine`` does the whole refresh (plan, parse, chunk, embed, commit, ledger,
+activation, indexes, tags, run record) and knows nothing of Prefect or Dask. Where
+documents are parsed and batches written is an injected ``Executor``:
+
+- ``InProcessExecutor`` (here): a thread per parser child, no orchestrator; the CLI
+  uses it when there is nothing to parse, tests and benchmarks use it directly;
+- ``flows.refresh.PrefectExecutor``: a Prefect task run per document (named after its
+  path, retried when transient) and per batch, on the flow's threads or on a Dask
+  cluster (prefect-dask).
+
+Work in flight is bounded: at most ``run.max_in_flight`` documents are submitted or
+parsed but not yet committed. Parsing waits while the engine embeds and commits a
+batch (backpressure), so memory does not grow with the corpus and embedding is not
+starved by parsers running ahead. Commits happen only here, in one thread, under
+the collection's write lease.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from chunking.models import Contextualizer
+from corpusflow.errors import (
+    Category,
+    DocumentError,
+    StorageFullError,
+    is_storage_full,
+    is_transient,
+)
+from corpusflow.pipeline import (
+    Fingerprints,
+    Processed,
+    RunReport,
+    StageTimer,
+    ValidationFailedError,
+    choose_model,
+    chunk_parsed,
+    make_contextualizer,
+    parse_document,
+    record_deletions,
+    record_failures,
+    reuse_active_chunks,
+    write_batch,
+)
+from corpusflow.plan import Plan, WorkItem, plan_changes
+from corpusflow.settings import Settings
+from embedding import Embedder, ModelSpec, load_embedder
+from sources import Source, open_source
+from storage import Store, collection_lease
+
+# (store, active pointer row, candidate chunk table, candidate's embedder) -> (switch?, summary)
+Gate = Callable[[Store, dict[str, Any], str, Embedder], tuple[bool, str]]
+Outcome = Processed | BaseException
+Done = Callable[[WorkItem, Outcome], None]
+
+
+class Progress:
+    """Rich progress bars on a terminal; silent otherwise."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.bar: Any = None
+        self.tasks: dict[str, Any] = {}
+        if enabled and sys.stdout.isatty():
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+            self.bar = Progress(
+                "[progress.description]{task.description}",
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                transient=False,
+            )
+
+    def __enter__(self) -> Progress:
+        if self.bar is not None:
+            self.bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+    def add(self, name: str, total: int | None) -> None:
+        if self.bar is not None:
+            self.tasks[name] = self.bar.add_task(name, total=total)
+
+    def advance(self, name: str, n: int = 1) -> None:
+        if self.bar is not None and name in self.tasks:
+            self.bar.advance(self.tasks[name], n)
+
+
+@dataclass(slots=True)
+class StageKit:
+    """What processing one document needs besides the document: built once per process."""
+
+    store: Store
+    pool: Any  # parsers.ParserPool
+    tokenizer: Any
+    contextualizer: Contextualizer | None
+
+    def resolve(self) -> StageKit:
+        return self
+
+
+def process_document(
+    item: WorkItem, source: Source, settings: Settings, fps: Fingerprints, kit: StageKit
+) -> Processed:
+    """Parse (isolated, or from the parse cache) and chunk one document."""
+    parsed, cached = parse_document(item, source, kit.store, settings, fps, kit.pool.parse)
+    chunks = chunk_parsed(item, parsed, kit.tokenizer, settings, fps, kit.contextualizer)
+    return Processed(item=item, parsed=parsed, chunks=chunks, from_cache=cached)
+
+
+@dataclass
+class Job:
+    """One refresh as the executors see it."""
+
+    source: Source
+    settings: Settings
+    store: Store
+    spec: ModelSpec
+    fps: Fingerprints
+    progress: Progress
+    _embedder: Embedder | None = None
+
+    @property
+    def embedder(self) -> Embedder:
+        """Built on first use: a refresh with nothing to embed never loads a model."""
+        if self._embedder is None:
+            self._embedder = load_embedder(self.settings.embed, self.spec)
+        return self._embedder
+
+    def local_kit(self, stack: ExitStack) -> StageKit:
+        from parsers import ParserPool
+
+        return StageKit(
+            store=self.store,
+            pool=stack.enter_context(ParserPool(self.settings.parse)),
+            tokenizer=self.embedder.tokenizer(),
+            contextualizer=make_contextualizer(self.settings, self.store),
+        )
+
+    def write(self, batch: list[Processed], embedder: Embedder | None = None) -> tuple[int, int]:
+        """Embed (here, or with ``embedder``, e.g. on cluster workers) and commit."""
+        return write_batch(
+            batch,
+            self.store,
+            embedder or self.embedder,
+            self.settings,
+            self.fps,
+            on_progress=lambda n: self.progress.advance("embed", n),
+        )
+
+
+class Executor(Protocol):
+    """Where documents are processed and batches written."""
+
+    def start(self, job: Job, stack: ExitStack) -> None:
+        """Set up (parser pool, cluster, task definitions); torn down with ``stack``."""
+
+    def submit(self, item: WorkItem, done: Done) -> None:
+        """Process ``item``; call ``done(item, Processed | exception)`` exactly once, from
+        any thread."""
+
+    def write(self, label: str, batch: list[Processed]) -> tuple[int, int] | BaseException:
+        """Embed and commit ``batch`` (chunks written, table version), or the error."""
+
+
+class InProcessExecutor:
+    """Documents on this process's threads (one per parser child); no orchestrator.
+    Transient failures are retried ``run.task_retries`` times, as Prefect would."""
+
+    def __init__(self) -> None:
+        self.job: Job | None = None
+
+    def start(self, job: Job, stack: ExitStack) -> None:
+        self.job = job
+        self.kit = job.local_kit(stack)
+        self.pool = stack.enter_context(ThreadPoolExecutor(max_workers=job.settings.parse.workers))
+
+    def submit(self, item: WorkItem, done: Done) -> None:
+        assert self.job is not None
+        job = self.job
+
+        def work() -> None:
+            run = job.settings.run
+            for attempt in range(run.task_retries + 1):
+                try:
+                    out: Outcome = process_document(
+                        item, job.source, job.settings, job.fps, self.kit
+                    )
+                except Exception as exc:
+                    out = exc
+                    if attempt < run.task_retries and is_transient(exc):
+                        time.sleep(run.retry_delay_s * (attempt + 1))
+                        continue
+                break
+            done(item, out)
+
+        self.pool.submit(work)
+
+    def write(self, label: str, batch: list[Processed]) -> tuple[int, int] | BaseException:
+        assert self.job is not None
+        try:
+            return self.job.write(batch)
+        except Exception as exc:
+            return exc
+
+
+def in_flight_limit(settings: Settings) -> int:
+    """Documents submitted or parsed but not committed, at most: a batch being filled
+    and a few per parser waiting, unless configured."""
+    configured = settings.run.max_in_flight
+    return configured or settings.storage.write_batch_docs + 2 * settings.parse.workers
+
+
+class RefreshEngine:
+    """One refresh of one collection. ``prepare()`` takes the lease and plans; ``run()``
+    does the rest with an executor. ``refresh()`` does both."""
+
+    def __init__(
+        self,
+        source: str,
+        settings: Settings,
+        force_delete: bool = False,
+        only_failed: bool = False,
+        activate: bool = False,
+        kind: str = "refresh",
+        gate: Gate | None = None,
+    ) -> None:
+        self.source_uri = source
+        self.settings = settings
+        self.force_delete = force_delete
+        self.only_failed = only_failed
+        self.activate = activate
+        self.kind = kind
+        self.gate = gate
+        self.timer = StageTimer()
+        self.stack = ExitStack()
+        self.plan: Plan | None = None
+        self.failures: list[tuple[WorkItem, DocumentError]] = []
+        self.log: Callable[[str], None] = lambda message: None
+
+    # -- the two halves ---------------------------------------------------------
+    def prepare(self) -> RefreshEngine:
+        """Open everything, take the write lease and plan. Cheap when nothing changed:
+        no model, parser or orchestrator is started."""
+        try:
+            self._prepare()
+        except BaseException as exc:
+            self.stack.close()
+            self._stop_if_storage_full(exc)
+            raise
+        return self
+
+    def run(self, executor: Executor) -> RunReport:
+        """Process the plan with ``executor``, then ledger, activation, indexes, tag and
+        run record. Releases the lease."""
+        if self.plan is None:
+            self.prepare()
+        try:
+            with self.stack:
+                return self._run(executor)
+        except Exception as exc:
+            self._stop_if_storage_full(exc)
+            raise
+
+    def refresh(self, executor: Executor | None = None) -> RunReport:
+        return self.prepare().run(executor or InProcessExecutor())
+
+    @property
+    def has_work(self) -> bool:
+        return bool(self.plan and self.plan.work)
+
+    # -- internals ----------------------------------------------------------------
+    def _prepare(self) -> None:
+        settings = self.settings
+        self.started = time.time()
+        src = open_source(self.source_uri, settings.source)
+        src.check()
+        store = Store.from_settings(settings.storage)
+        spec = choose_model(settings, store)
+        fps = Fingerprints.of(settings, spec)
+        report = RunReport(run_id=uuid.uuid4().hex[:12], collection=settings.storage.collection)
+        report.model = f"{spec.model_id} ({spec.fingerprint})"
+        report.chunk_table = store.chunk_table_name(spec.table_suffix)
+        self.report = report
+        self.stack.enter_context(collection_lease(settings.storage))
+        progress = self.stack.enter_context(Progress(settings.run.progress))
+        self.job = Job(src, settings, store, spec, fps, progress)
+        with self.timer.time("plan"):
+            plan = plan_changes(src, store, settings, fps, self.force_delete, self.only_failed)
+        self.plan = plan
+        report.new = plan.count("new")
+        report.changed = plan.count("changed")
+        report.retried = plan.count("retry")
+        report.rechunked = plan.count("rechunk")
+        report.unchanged = plan.unchanged
+        self.log(
+            f"plan: {plan.listed} listed, {len(plan.work)} to process, "
+            f"{plan.unchanged} unchanged, {len(plan.deleted)} deleted"
+        )
+        if plan.touched:
+            store.upsert_ledger(fps.table_suffix, plan.touched)
+
+    def _run(self, executor: Executor) -> RunReport:
+        assert self.plan is not None
+        job, report, plan, timer = self.job, self.report, self.plan, self.timer
+        store, spec, fps = job.store, job.spec, job.fps
+        if plan.work:
+            loop_start = time.perf_counter()
+            self._process(executor, plan.work)
+            # Parsing runs concurrently with embedding; this is the wall time not spent embedding.
+            loop_s = time.perf_counter() - loop_start
+            timer.add("parse_chunk", loop_s - timer.totals.get("embed_write", 0.0))
+        with timer.time("ledger"):
+            record_failures(self.failures, store, fps, self.settings.run.quarantine_after)
+            record_deletions(plan.deleted, store, spec.table_suffix)
+        report.deleted = len(plan.deleted)
+        report.failed = len(self.failures)
+        report.failures = [
+            {
+                "path": i.file.rel_path,
+                "category": e.category.value,
+                "message": e.message,
+                "attempts": str(i.attempts + 1),
+            }
+            for i, e in self.failures
+        ]
+        self._activate_and_index()
+        if plan.work:
+            with timer.time("tidy_caches"):
+                store.tidy_caches()
+            store.checkpoint(spec.table_suffix, spec.dim).clear()
+        report.elapsed_s = time.time() - self.started
+        report.stage_s = {k: round(v, 3) for k, v in timer.totals.items()}
+        store.record_run(
+            {
+                "run_id": report.run_id,
+                "collection": report.collection,
+                "kind": self.kind,
+                "started_at": datetime.fromtimestamp(self.started, UTC),
+                "finished_at": datetime.now(UTC),
+                "status": "completed",
+                "report_json": json.dumps(report.to_dict()),
+                "chunk_table": report.chunk_table,
+                "chunk_table_version": report.chunk_table_version,
+            }
+        )
+        return report
+
+    def _process(self, executor: Executor, work: list[WorkItem]) -> None:
+        """Submit as capacity frees, commit in batches, never more than the in-flight
+        limit of documents between submission and commit."""
+        job, report, timer = self.job, self.report, self.timer
+        settings = self.settings
+        limit = in_flight_limit(settings)
+        batch_size = min(settings.storage.write_batch_docs, limit)
+        job.progress.add("parse", len(work))
+        job.progress.add("embed", None)
+        with timer.time("load_tokenizer"):
+            executor.start(job, self.stack)
+        batch: list[Processed] = []
+        batch_no = 0
+
+        def add(done: Processed) -> None:
+            nonlocal batch, batch_no
+            batch.append(done)
+            if done.parsed.status == "partial":
+                report.partial += 1
+            if len(batch) >= batch_size:
+                batch_no += 1
+                self._commit(executor, str(batch_no), batch)
+                batch = []
+
+        with timer.time("plan_reuse"):
+            items, reused = reuse_active_chunks(work, job.store, job.fps, settings)
+        # A table built beside the active one first takes the active table's chunks of
+        # documents cut the same way (same bytes, tokenizer and chunk settings).
+        todo: Iterator[WorkItem] = iter(items)
+        extra: list[WorkItem] = []
+        for got in reused:
+            if isinstance(got, WorkItem):
+                extra.append(got)
+                continue
+            job.progress.advance("parse")
+            report.reused += 1
+            add(got)
+        if extra:
+            todo = iter([*items, *extra])
+        finished: queue.SimpleQueue[tuple[WorkItem, Outcome]] = queue.SimpleQueue()
+
+        def done(item: WorkItem, outcome: Outcome) -> None:
+            finished.put((item, outcome))
+
+        pending = 0
+        exhausted = False
+        while True:
+            while not exhausted and pending + len(batch) < limit:
+                nxt = next(todo, None)
+                if nxt is None:
+                    exhausted = True
+                    break
+                executor.submit(nxt, done)
+                pending += 1
+            if not pending:
+                break
+            item, outcome = finished.get()
+            pending -= 1
+            job.progress.advance("parse")
+            if isinstance(outcome, BaseException):
+                self._stop_if_storage_full(outcome)
+                self.failures.append((item, _as_document_error(outcome, Category.INTERNAL)))
+                continue
+            if outcome.from_cache:
+                report.parse_cache_hits += 1
+            else:
+                report.parsed += 1
+            add(outcome)
+        if batch:
+            batch_no += 1
+            self._commit(executor, str(batch_no), batch)
+
+    def _commit(self, executor: Executor, label: str, batch: list[Processed]) -> None:
+        """Embed and commit a batch; a batch that fails is split so only the documents
+        that fail alone are recorded as failed."""
+        start = time.perf_counter()
+        result = executor.write(label, batch)
+        self.timer.add("embed_write", time.perf_counter() - start)
+        if not isinstance(result, BaseException):
+            self.report.chunks_written += int(result[0])
+            return
+        self._stop_if_storage_full(result)
+        if len(batch) > 1:
+            for i, p in enumerate(batch, 1):
+                self._commit(executor, f"{label}.{i}", [p])
+            return
+        self.failures.append((batch[0].item, _as_document_error(result, Category.EMBEDDING)))
+
+    def _activate_and_index(self) -> None:
+        job, report, timer = self.job, self.report, self.timer
+        store, spec = job.store, job.spec
+        active = store.active()
+        target = report.chunk_table
+        if not store.exists(target):
+            return
+        switching = active is None or (self.activate and active["chunk_table"] != target)
+        if switching:
+            problems = store.validate(spec.table_suffix, spec.dim)
+            if problems:
+                raise ValidationFailedError(
+                    f"{target} failed validation, the active table is unchanged: "
+                    + "; ".join(problems)
+                )
+            allowed = True
+            if self.gate is not None and active is not None:
+                with timer.time("quality_gate"):
+                    allowed, report.gate = self.gate(store, active, target, job.embedder)
+                self.log(f"quality gate: {report.gate}")
+            if allowed:
+                store.set_active(spec.table_suffix, spec.to_dict())
+                report.activated = True
+        elif active is not None and active["chunk_table"] != target:
+            self.log(
+                f"built {target} beside the active {active['chunk_table']}; "
+                "`corpusflow reindex` validates and switches"
+            )
+        if report.chunks_written or report.deleted or switching:
+            from storage.maintenance import ensure_indexes
+
+            with timer.time("index"):
+                ensure_indexes(store, target, self.settings.storage)
+        report.chunk_table_version = store.tag_version(
+            spec.table_suffix, f"{self.kind}-{report.run_id}"
+        )
+
+    def _stop_if_storage_full(self, exc: BaseException) -> None:
+        """A full disk is not the document's fault: stop the run instead of failing documents."""
+        if is_storage_full(exc) and not isinstance(exc, StorageFullError):
+            raise StorageFullError(
+                f"the database at {self.settings.storage.db} is out of space ({exc}); batches "
+                "committed so far are intact; free space and re-run to continue"
+            ) from exc
+
+
+def _as_document_error(exc: BaseException, category: Category) -> DocumentError:
+    if isinstance(exc, DocumentError):
+        return exc
+    return DocumentError(category, f"{type(exc).__name__}: {exc}")

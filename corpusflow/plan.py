@@ -1,0 +1,245 @@
+"""The refresh plan: the source listing compared with the ledger, streamed.
+
+A nightly refresh of a large corpus is mostly documents that did not change, so
+the plan must cost little per unchanged document and hold nothing per document
+in Python. The ledger is read once as Arrow columns (only those the decision
+needs); the listing is consumed in slices, each joined to the ledger in Arrow,
+and the rows whose change hint holds and whose fingerprints match are counted
+there and never become Python objects. Only documents that need work, a hash,
+a touched ledger row or a deletion reach Python, so memory follows the number
+of changes plus a few Arrow columns of the ledger, not the corpus.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from corpusflow.errors import TERMINAL_CATEGORIES, ConfigurationError
+from corpusflow.settings import Settings
+from sources import Source, SourceFile
+from storage import Store
+
+if TYPE_CHECKING:
+    from corpusflow.pipeline import Fingerprints
+
+# What the decision reads from the ledger (not titles, messages or metadata).
+PLAN_COLUMNS = (
+    "doc_id",
+    "status",
+    "content_sha256",
+    "size",
+    "mtime",
+    "etag",
+    "error_category",
+    "attempts",
+    "parser_fingerprint",
+    "chunker_fingerprint",
+    "model_fingerprint",
+)
+LISTING_SLICE = 20_000
+
+
+class DeletionGuardError(ConfigurationError):
+    """A run would delete too large a share of the index (the source probably vanished)."""
+
+
+@dataclass(slots=True)
+class WorkItem:
+    file: SourceFile
+    sha256: str
+    reason: str  # new | changed | retry | rechunk
+    attempts: int = 0
+
+
+@dataclass(slots=True)
+class Plan:
+    work: list[WorkItem] = field(default_factory=list)
+    unchanged: int = 0
+    touched: list[dict[str, Any]] = field(default_factory=list)  # unchanged, stat refreshed
+    deleted: list[dict[str, Any]] = field(default_factory=list)
+    listed: int = 0
+
+    def count(self, reason: str) -> int:
+        return sum(1 for w in self.work if w.reason == reason)
+
+
+def plan_changes(
+    source: Source,
+    store: Store,
+    settings: Settings,
+    fps: Fingerprints,
+    force_delete: bool = False,
+    only_failed: bool = False,
+) -> Plan:
+    """Compare the source listing with the ledger of ``fps.table_suffix``."""
+    ledger = store.ledger_table(fps.table_suffix, PLAN_COLUMNS)
+    index = _LedgerIndex(ledger)
+    plan = Plan()
+    files = iter(source.list())
+    for part in iter(lambda: list(itertools.islice(files, LISTING_SLICE)), []):
+        plan.listed += len(part)
+        for f, row in _needing_a_look(part, index, settings, fps, only_failed, plan):
+            _decide(f, row, source, settings, fps, only_failed, plan)
+    if plan.touched:
+        full = store.ledger_rows(fps.table_suffix, [r["doc_id"] for r in plan.touched])
+        plan.touched = [full[r["doc_id"]] | r for r in plan.touched]
+    if not only_failed and ledger.num_rows:
+        gone = pc.and_(pa.array(~index.seen), pc.not_equal(ledger["status"], "deleted"))
+        gone_ids = ledger.filter(gone)["doc_id"].to_pylist()
+        indexed = int(pc.sum(pc.equal(ledger["status"], "indexed")).as_py() or 0)
+        limit = max(1, int(settings.storage.max_delete_fraction * indexed))
+        if len(gone_ids) > limit and not force_delete:
+            raise DeletionGuardError(
+                f"refusing to delete {len(gone_ids)} of {indexed} indexed documents "
+                f"(more than storage.max_delete_fraction={settings.storage.max_delete_fraction:g}); "
+                f"is the source {source.root} mounted? Re-run with --force-delete if intended."
+            )
+        if gone_ids:
+            full = store.ledger_rows(fps.table_suffix, gone_ids)
+            plan.deleted = [full[d] for d in gone_ids]
+    return plan
+
+
+class _LedgerIndex:
+    """The ledger's doc ids sorted once as fixed-width bytes (32 MiB for a million
+    ids): a listing slice finds its rows with a binary search in NumPy, with no hash
+    table per slice and no Python object per ledger row. ``seen`` marks the rows the
+    listing named; the rest are deletions."""
+
+    def __init__(self, ledger: pa.Table) -> None:
+        self.ledger = ledger
+        ids = ledger["doc_id"].to_numpy(zero_copy_only=False).astype(np.bytes_)
+        self.order = np.argsort(ids, kind="stable")
+        self.keys = ids[self.order]
+        self.seen = np.zeros(ledger.num_rows, dtype=bool)
+
+    def rows_of(self, doc_ids: list[str]) -> np.ndarray:
+        """Ledger row number of each id, -1 where the ledger has none."""
+        if not len(self.keys):
+            return np.full(len(doc_ids), -1, dtype=np.int64)
+        wanted = np.array(doc_ids, dtype=np.bytes_)
+        pos = np.searchsorted(self.keys, wanted).clip(max=len(self.keys) - 1)
+        rows = np.where(self.keys[pos] == wanted, self.order[pos], -1)
+        self.seen[rows[rows >= 0]] = True
+        return rows
+
+
+def _needing_a_look(
+    part: list[SourceFile],
+    index: _LedgerIndex,
+    settings: Settings,
+    fps: Fingerprints,
+    only_failed: bool,
+    plan: Plan,
+) -> Iterator[tuple[SourceFile, dict[str, Any] | None]]:
+    """The files of one listing slice that the Arrow fast path cannot settle, with their
+    ledger rows (None: not in the ledger). Settled files are counted as unchanged."""
+    rows = index.rows_of([f.doc_id for f in part])
+    known = rows >= 0
+    looks: dict[int, dict[str, Any] | None] = {}
+    if not only_failed:  # unknown files are new; a retry of failures looks only at failures
+        looks = dict.fromkeys(np.flatnonzero(~known).tolist())
+    where = np.flatnonzero(known)
+    if len(where):
+        joined = index.ledger.take(pa.array(rows[where]))
+        for name, values, kind in (
+            ("l_size", [part[i].size for i in where], pa.int64()),
+            ("l_mtime", [part[i].mtime for i in where], pa.float64()),
+            ("l_etag", [part[i].etag for i in where], pa.string()),
+        ):
+            joined = joined.append_column(name, pa.array(values, kind))
+        settled = pc.fill_null(_settled(joined, settings, fps), False).to_numpy(
+            zero_copy_only=False
+        )
+        if not only_failed:  # a retry of failures counts nothing as unchanged
+            plan.unchanged += int(settled.sum())
+        rest = np.flatnonzero(~settled)
+        for n, row in zip(rest.tolist(), joined.take(pa.array(rest)).to_pylist(), strict=True):
+            looks[int(where[n])] = row
+    for i in sorted(looks):  # listing order
+        yield part[i], looks[i]
+
+
+def _settled(joined: pa.Table, settings: Settings, fps: Fingerprints) -> pa.ChunkedArray:
+    """Indexed rows with matching fingerprints whose change hint holds (the hash is not
+    read when ``source.hash_shortcut`` is on): unchanged without a look in Python."""
+    if not settings.source.hash_shortcut:
+        return pa.chunked_array([pa.array([False] * joined.num_rows, pa.bool_())])
+    same_size = pc.equal(joined["l_size"], joined["size"])
+    # The stat and tag exactly as recorded: no hash to read and no ledger row to refresh.
+    exact = pc.and_(
+        pc.and_(same_size, pc.equal(joined["l_mtime"], joined["mtime"])),
+        pc.or_kleene(
+            pc.and_(pc.is_null(joined["l_etag"]), pc.is_null(joined["etag"])),
+            pc.equal(joined["l_etag"], joined["etag"]),
+        ),
+    )
+    return pc.and_(
+        pc.and_(
+            pc.and_(pc.equal(joined["status"], "indexed"), pc.is_valid(joined["content_sha256"])),
+            exact,
+        ),
+        pc.and_(
+            pc.and_(
+                pc.equal(joined["parser_fingerprint"], fps.parser),
+                pc.equal(joined["chunker_fingerprint"], fps.chunker),
+            ),
+            pc.equal(joined["model_fingerprint"], fps.model),
+        ),
+    )
+
+
+def _decide(
+    f: SourceFile,
+    row: dict[str, Any] | None,
+    source: Source,
+    settings: Settings,
+    fps: Fingerprints,
+    only_failed: bool,
+    plan: Plan,
+) -> None:
+    """One file the fast path did not settle: new, changed, retried, re-chunked, touched
+    or unchanged after hashing."""
+    live = row is not None and row["status"] != "deleted"
+    if only_failed and not (live and row and row["status"] == "failed"):
+        return
+    if not live or row is None:
+        plan.work.append(WorkItem(f, "", "new"))
+        return
+    etag = row["etag"]
+    same_stat = f.hint_matches(row["size"], row["mtime"], etag)
+    if settings.source.hash_shortcut and same_stat and row["content_sha256"]:
+        sha = row["content_sha256"]
+    else:
+        try:
+            sha = source.content_hash(f)
+        except OSError:
+            sha = ""
+    if row["status"] in ("failed", "quarantined"):
+        # A terminal failure or a quarantined file is skipped until its bytes change.
+        stuck = row["status"] == "quarantined" or row["error_category"] in TERMINAL_CATEGORIES
+        if stuck and row["content_sha256"] and sha == row["content_sha256"] and not only_failed:
+            plan.unchanged += 1
+        else:
+            plan.work.append(WorkItem(f, sha, "retry", attempts=row["attempts"] or 0))
+    elif not row["content_sha256"] or sha != row["content_sha256"]:
+        plan.work.append(WorkItem(f, sha, "changed"))
+    elif (row["parser_fingerprint"], row["chunker_fingerprint"], row["model_fingerprint"]) != (
+        fps.parser,
+        fps.chunker,
+        fps.model,
+    ):
+        plan.work.append(WorkItem(f, sha, "rechunk"))
+    else:
+        plan.unchanged += 1
+        if (row["size"], row["mtime"], etag) != (f.size, f.mtime, f.etag):
+            plan.touched.append(
+                {"doc_id": f.doc_id, "size": f.size, "mtime": f.mtime, "etag": f.etag}
+            )

@@ -1,0 +1,155 @@
+"""The refresh engine outside Prefect: bounded work in flight, the same tables as the
+flow, no orchestrator for a refresh with nothing to do, nothing left after a kill."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from corpusflow.engine import InProcessExecutor, Processed, RefreshEngine
+from corpusflow.settings import Settings, load_settings
+from flows.refresh import refresh_flow
+from storage import Store
+from tests.helpers.invariants import assert_nothing_lost
+
+_BESIDE = Path(sys.executable).parent / "corpusflow"
+
+
+def _settings(db: Path, **over: Any) -> Settings:
+    base: dict[str, Any] = {"storage": {"db": str(db)}, "run": {"progress": False}}
+    for section, values in over.items():
+        base.setdefault(section, {}).update(values)
+    return load_settings(None, base)
+
+
+class CountingExecutor(InProcessExecutor):
+    """The in-process executor, counting documents between submission and commit."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lock = threading.Lock()
+        self.submitted = self.committed = self.peak = 0
+
+    def submit(self, item: Any, done: Any) -> None:
+        with self.lock:
+            self.submitted += 1
+            self.peak = max(self.peak, self.submitted - self.committed)
+        super().submit(item, done)
+
+    def write(self, label: str, batch: list[Processed]) -> Any:
+        result = super().write(label, batch)
+        with self.lock:
+            self.committed += len(batch)
+        return result
+
+
+def _tables(db: Path) -> tuple[dict[str, tuple[Any, ...]], dict[str, tuple[Any, ...]]]:
+    store = Store(str(db))
+    active = store.active()
+    assert active is not None
+    rows = store.read_columns(active["chunk_table"], ["chunk_id", "doc_id", "embed_text"])
+    chunks = {r["chunk_id"]: (r["doc_id"], r["embed_text"]) for r in rows.to_pylist()}
+    suffix = store.suffix_of(active["chunk_table"])
+    ledger = store.ledger_table(suffix, ["doc_id", "status", "content_sha256", "chunk_count"])
+    return chunks, {r["doc_id"]: tuple(r.values()) for r in ledger.to_pylist()}
+
+
+@pytest.mark.usefixtures("prefect_server")
+def test_work_in_flight_is_bounded_and_tables_match_the_flow(corpus: Path, tmp_path: Path) -> None:
+    for i in range(14):  # more documents than the limit, several batches
+        (corpus / f"note_{i:02d}.md").write_text(
+            f"# Note {i}\n\nMaintenance note number {i} for turbine T-{i:03d}.\n"
+        )
+    bounded = _settings(
+        tmp_path / "bounded", run={"max_in_flight": 3}, storage={"write_batch_docs": 2}
+    )
+    executor = CountingExecutor()
+    report = RefreshEngine(str(corpus), bounded).refresh(executor)
+    assert (report.new, report.failed) == (21, 0)
+    # Never more than three documents between submission and commit, and it did reach 3.
+    assert executor.peak == 3
+    assert executor.submitted == executor.committed == 21
+    assert_nothing_lost(bounded, str(corpus))
+
+    by_flow = refresh_flow(str(corpus), _settings(tmp_path / "flow").model_dump_json())
+    assert by_flow["chunks_written"] == report.chunks_written
+    assert _tables(tmp_path / "flow") == _tables(tmp_path / "bounded")
+
+
+def _cli_env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
+    env["PREFECT_HOME"] = str(home)
+    return env
+
+
+def _flow_runs(home: Path) -> int:
+    with sqlite3.connect(home / "prefect.db") as db:
+        return int(db.execute("select count(*) from flow_run").fetchone()[0])
+
+
+@pytest.mark.slow
+def test_refresh_with_nothing_to_do_starts_no_flow(corpus: Path, tmp_path: Path) -> None:
+    home, db = tmp_path / "prefect", tmp_path / "db"
+    cmd = [str(_BESIDE), "ingest", str(corpus), "--db", str(db), "--json"]
+    first = subprocess.run(cmd, env=_cli_env(home), capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stderr
+    assert _flow_runs(home) == 1
+    second = subprocess.run(cmd, env=_cli_env(home), capture_output=True, text=True, timeout=600)
+    assert second.returncode == 0, second.stderr
+    assert '"unchanged": 7' in second.stdout
+    assert _flow_runs(home) == 1  # no flow run, no ephemeral API for a no-op
+    runs = Store(str(db)).last_run()
+    assert runs is not None and runs["status"] == "completed"  # the run is still recorded
+    (corpus / "release_notes.md").write_text("# Release notes\n\nOne changed line.\n")
+    third = subprocess.run(cmd, env=_cli_env(home), capture_output=True, text=True, timeout=600)
+    assert third.returncode == 0, third.stderr
+    assert '"changed": 1' in third.stdout
+    assert _flow_runs(home) == 2
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux")
+def test_killed_ingest_leaves_no_process_behind(corpus: Path, tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [str(_BESIDE), "ingest", str(corpus), "--db", str(tmp_path / "db")],
+        env=_cli_env(tmp_path / "prefect"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    parent = psutil.Process(proc.pid)
+    deadline = time.time() + 300
+    family: list[psutil.Process] = []
+    while time.time() < deadline:
+        family = parent.children(recursive=True)
+        lines = [" ".join(p.cmdline()) for p in family if p.is_running()]
+        if any("uvicorn" in c for c in lines) and any(" -S -c" in c for c in lines):
+            break
+        assert proc.poll() is None, "ingest ended before its API server was seen"
+        time.sleep(0.2)
+    else:
+        proc.kill()
+        pytest.fail("the ephemeral API server never appeared")
+    time.sleep(1.0)
+    family = parent.children(recursive=True)
+    os.kill(proc.pid, signal.SIGKILL)  # as an OOM killer would
+    proc.wait()
+    _, alive = psutil.wait_procs(family, timeout=20)
+    left = [p for p in alive if _alive(p)]
+    assert not left, [p.pid for p in left]
+
+
+def _alive(p: psutil.Process) -> bool:
+    try:
+        return p.status() != psutil.STATUS_ZOMBIE  # a zombie has exited (not yet reaped)
+    except psutil.NoSuchProcess:
+        return False
