@@ -323,8 +323,8 @@ def serve(
         str, typer.Option("--maintenance-cron", help="Maintenance schedule (cron).")
     ] = "0 4 * * 0",
 ) -> None:
-    """Serve the nightly refresh, reindex and maintenance deployments from this process
-    (needs a Prefect API: PREFECT_API_URL, see docs/operations.md)."""
+    """Serve the nightly refresh, retry-failed, reindex and maintenance deployments from
+    this process (needs a Prefect API: PREFECT_API_URL, see docs/operations.md)."""
     settings = _settings(config, db, None, collection)
     configure_environment()
     from prefect import serve as prefect_serve

@@ -1,7 +1,8 @@
-"""Deployments: the nightly refresh, a parameterised reindex and weekly maintenance.
+"""Deployments: the nightly refresh, a retry of the last failures, a parameterised
+reindex and weekly maintenance.
 
 ``build_deployments`` makes them in code (``corpusflow serve`` runs them in-process
-with no extra infrastructure); infra/prefect.yaml declares the same three for a
+with no extra infrastructure); infra/prefect.yaml declares the same four for a
 Prefect server with a work pool. Each deployment allows one active run at a time,
 so two refreshes of one index never overlap (the write lease is the second guard).
 """
@@ -42,6 +43,16 @@ def build_deployments(
             parameters={"source": source, "settings_json": settings_json},
             concurrency_limit=_one_at_a_time(),
             description=f"Incremental refresh of collection {name!r} from {source}",
+            tags=["corpusflow", name],
+        ),
+        refresh_flow.to_deployment(
+            name=f"retry-failed-{name}",
+            parameters={"source": source, "settings_json": settings_json, "only_failed": True},
+            concurrency_limit=_one_at_a_time(),
+            description=(
+                f"Retry the documents of collection {name!r} that failed (not quarantined "
+                "ones): run it from the UI after fixing what made them fail"
+            ),
             tags=["corpusflow", name],
         ),
         reindex_flow.to_deployment(

@@ -22,12 +22,14 @@ CLI = str(Path(sys.executable).parent / "corpusflow")
 
 def test_deployments_built_in_code(tmp_path: Path) -> None:
     settings = load_settings(None, {"storage": {"db": str(tmp_path / "db"), "collection": "hb"}})
-    refresh, reindex, maintain = build_deployments("/data/corpus", settings)
+    refresh, retry, reindex, maintain = build_deployments("/data/corpus", settings)
     assert refresh.name == "nightly-refresh-hb"
     assert [s.schedule.cron for s in refresh.schedules] == [NIGHTLY_CRON]
     assert refresh.parameters["source"] == "/data/corpus"
     assert load_settings(None).model_validate_json(refresh.parameters["settings_json"]) == settings
     assert refresh.concurrency_limit == 1
+    assert retry.name == "retry-failed-hb" and not retry.schedules
+    assert retry.parameters["only_failed"] is True
     assert not reindex.schedules and reindex.concurrency_limit == 1
     assert maintain.schedules and set(maintain.parameters) == {"settings_json"}
 
@@ -35,7 +37,7 @@ def test_deployments_built_in_code(tmp_path: Path) -> None:
 def test_prefect_yaml_matches_the_flows() -> None:
     spec = yaml.safe_load((REPO / "infra" / "prefect.yaml").read_text())
     names = {d["name"] for d in spec["deployments"]}
-    assert names == {"nightly-refresh", "reindex", "maintain"}
+    assert names == {"nightly-refresh", "retry-failed", "reindex", "maintain"}
     for dep in spec["deployments"]:
         module, func = dep["entrypoint"].split(":")
         flow = getattr(importlib.import_module(module.removesuffix(".py").replace("/", ".")), func)
@@ -127,3 +129,59 @@ def test_serve_help_lists_schedule_options() -> None:
     ).stdout
     assert "--cron" in out and "--maintenance-cron" in out
     assert shutil.which("prefect") or (Path(sys.executable).parent / "prefect").exists()
+
+
+def test_compose_keeps_secrets_out_of_the_repository() -> None:
+    """No password in the compose file, the API and UI behind basic authentication, the
+    worker authenticating, and the env file holding the secrets ignored by git."""
+    compose = yaml.safe_load((REPO / "infra" / "docker-compose.yml").read_text())
+    services = compose["services"]
+    db_env = services["postgres"]["environment"]
+    assert db_env["POSTGRES_PASSWORD"].startswith("${POSTGRES_PASSWORD:?")
+    server_env = services["prefect-server"]["environment"]
+    assert server_env["PREFECT_SERVER_API_AUTH_STRING"].startswith("${PREFECT_AUTH_STRING:?")
+    assert "${POSTGRES_PASSWORD:?" in server_env["PREFECT_API_DATABASE_CONNECTION_URL"]
+    assert services["worker"]["environment"]["PREFECT_API_AUTH_STRING"].startswith(
+        "${PREFECT_AUTH_STRING:?"
+    )
+    assert all(p.startswith("127.0.0.1:") for p in services["prefect-server"]["ports"])
+    text = (REPO / "infra" / "docker-compose.yml").read_text()
+    assert "PASSWORD: prefect" not in text and "prefect:prefect@" not in text
+    ignored = subprocess.run(
+        ["git", "check-ignore", "-q", "infra/.env"], cwd=REPO, capture_output=True
+    )
+    assert ignored.returncode == 0, "infra/.env must be git-ignored"
+    example = (REPO / "infra" / "env.example").read_text()
+    assert "POSTGRES_PASSWORD=" in example and "PREFECT_AUTH_STRING=" in example
+
+
+@pytest.mark.slow
+def test_server_with_basic_auth_refuses_anonymous_clients(tmp_path: Path) -> None:
+    """What the compose file turns on: the server's auth string; a client without the
+    matching PREFECT_API_AUTH_STRING is refused, one with it is served."""
+    port = free_port()
+    env = {
+        **os.environ,
+        "PREFECT_HOME": str(tmp_path),
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "PREFECT_SERVER_API_AUTH_STRING": "ops:s3cret-pass",
+    }
+    env.pop("PREFECT_API_URL", None)
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).parent / "prefect"), "server", "start", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}/api"
+    try:
+        wait_until_up(f"{url}/health", 240, "prefect server")
+        anonymous = httpx.post(f"{url}/flows/filter", json={}, timeout=30)
+        assert anonymous.status_code == 401
+        wrong = httpx.post(f"{url}/flows/filter", json={}, auth=("ops", "nope"), timeout=30)
+        assert wrong.status_code == 401
+        ok = httpx.post(f"{url}/flows/filter", json={}, auth=("ops", "s3cret-pass"), timeout=30)
+        assert ok.status_code == 200
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
