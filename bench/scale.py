@@ -61,7 +61,7 @@ def _indexed(db: Path) -> int:
 
     try:
         conn = lancedb.connect(str(db))
-        names = [n for n in conn.table_names() if "__documents__" in n]
+        names = [n for n in conn.list_tables().tables if "__documents__" in n]
         if not names:
             return 0
         return int(conn.open_table(names[0]).count_rows("status != 'deleted'"))

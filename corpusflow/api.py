@@ -12,14 +12,17 @@ Modes:
   sparse head) or keyword, ``score = sum 1 / (rrf_k + rank)``.
 
 Filters are applied inside LanceDB before ranking (prefilter), so a chunk a user
-may not read is never a candidate: ``groups`` keeps chunks whose ACL names one of
-the user's groups, or that have no ACL; ``lang`` keeps chunks detected as one of the
-given languages (chunking.language).
+may not read is never a candidate. Access fails closed: ``groups`` keeps chunks
+whose ACL names one of the caller's groups, or that have no ACL; a caller who names
+no group sees unrestricted chunks only, and seeing everything takes the explicit,
+logged ``all_groups=True``. ``lang`` keeps chunks detected as one of the given
+languages (chunking.language).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -30,6 +33,8 @@ from embedding import Embedder, ModelSpec
 from embedding.query_encoder import load_query_embedder
 from storage import Store
 from storage.store import sql_in
+
+_log = logging.getLogger("corpusflow.access")
 
 Mode = Literal["dense", "sparse", "keyword", "hybrid"]
 MODES: tuple[str, ...] = ("dense", "sparse", "keyword", "hybrid")
@@ -59,7 +64,10 @@ class Filters:
     path_prefix: str | None = None
     format: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)  # exact values of metadata fields
-    groups: Sequence[str] | None = None  # the reader's groups; None = no ACL check (admin)
+    # The caller's groups: chunks with an ACL naming none of them are never candidates.
+    # No groups = unrestricted chunks only; ``all_groups`` (an audited override) = all.
+    groups: Sequence[str] | None = ()
+    all_groups: bool = False
     lang: Sequence[str] | None = None  # ISO 639-1 codes of chunk languages to keep
 
     def where(self) -> str | None:
@@ -69,9 +77,13 @@ class Filters:
             clauses.append(f"path LIKE {_quote(escaped + '%')}")
         if self.format:
             clauses.append(f"format = {_quote(self.format)}")
-        if self.groups is not None:
-            groups = ", ".join(_quote(g) for g in self.groups) or "''"
-            clauses.append(f"(acl_groups IS NULL OR array_has_any(acl_groups, [{groups}]))")
+        if not self.all_groups:
+            groups = ", ".join(_quote(g) for g in self.groups or ())
+            clauses.append(
+                f"(acl_groups IS NULL OR array_has_any(acl_groups, [{groups}]))"
+                if groups
+                else "acl_groups IS NULL"
+            )
         if self.lang:
             clauses.append(f"lang IN ({', '.join(_quote(x.lower()) for x in self.lang)})")
         return " AND ".join(clauses) or None
@@ -111,6 +123,7 @@ class Searcher:
         # A table written before a column existed (``lang``) is read without it.
         names = set(self.table.schema.names)
         self.columns = [c for c in _COLUMNS if c in names]
+        self._override_logged = False
 
     @classmethod
     def for_active(cls, settings: Settings) -> Searcher:
@@ -137,6 +150,16 @@ class Searcher:
         rrf_k: int = 60,
     ) -> list[dict[str, Any]]:
         filters = filters or Filters()
+        if filters.all_groups:
+            # Audited once per searcher (an evaluation runs hundreds of queries), each
+            # query at debug level.
+            if not self._override_logged:
+                _log.warning(
+                    "ACL override: searching %s across all groups (all_groups=True)",
+                    self.chunk_table,
+                )
+                self._override_logged = True
+            _log.debug("all-groups query on %s: %r", self.chunk_table, query[:200])
         if mode not in MODES:
             raise ValueError(f"unknown search mode {mode!r}; one of {', '.join(MODES)}")
         if filters.lang and "lang" not in self.columns:

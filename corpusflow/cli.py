@@ -114,6 +114,21 @@ def _refresh(
         release(token)
 
 
+AllGroupsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--all-groups",
+        help="See restricted chunks of every group (an administrator's override; logged).",
+    ),
+]
+
+
+def _groups(groups: str | None, all_groups: bool) -> tuple[str, ...]:
+    if groups is not None and all_groups:
+        _fail("--groups and --all-groups exclude each other")
+    return tuple(g.strip() for g in (groups or "").split(",") if g.strip())
+
+
 def _check_mode(mode: str) -> None:
     from corpusflow.api import MODES
 
@@ -480,8 +495,13 @@ def search(
     ] = None,
     groups: Annotated[
         str | None,
-        typer.Option("--groups", help="Comma-separated groups of the reader: ACL filter."),
+        typer.Option(
+            "--groups",
+            help="Comma-separated groups of the reader: restricted chunks of other groups "
+            "are never returned; without it, unrestricted chunks only.",
+        ),
     ] = None,
+    all_groups: AllGroupsOpt = False,
     lang: Annotated[
         str | None,
         typer.Option("--lang", help="Only chunks in these languages (ISO 639-1, comma-separated)."),
@@ -507,7 +527,8 @@ def search(
         path_prefix=path_prefix,
         format=fmt,
         metadata=metadata,
-        groups=[g.strip() for g in groups.split(",") if g.strip()] if groups is not None else None,
+        groups=_groups(groups, all_groups),
+        all_groups=all_groups,
         lang=tuple(x.strip() for x in lang.split(",") if x.strip()) if lang else None,
     )
     try:
@@ -538,6 +559,11 @@ def eval_cmd(
     k: Annotated[int, typer.Option("-k", "--k", help="Cut-off for the hit rate.")] = 5,
     mode: ModeOpt = "hybrid",
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    groups: Annotated[
+        str | None,
+        typer.Option("--groups", help="Comma-separated groups the questions are asked as."),
+    ] = None,
+    all_groups: AllGroupsOpt = False,
     config: ConfigOpt = None,
     collection: CollectionOpt = None,
 ) -> None:
@@ -546,7 +572,7 @@ def eval_cmd(
     ``lang``, ``kind`` and ``doc_lang``."""
     settings = _settings(config, db, None, collection)
     configure_environment()
-    from corpusflow.api import Searcher
+    from corpusflow.api import Filters, Searcher
     from corpusflow.errors import CorpusflowError
     from corpusflow.evaluate import evaluate, load_questions
 
@@ -554,7 +580,12 @@ def eval_cmd(
     try:
         qs = load_questions(questions)
         searcher = Searcher.for_active(settings)
-        result = evaluate(qs, lambda q, n: searcher.search(q, k=n, mode=mode), k=k)  # type: ignore[arg-type]
+        access = Filters(groups=_groups(groups, all_groups), all_groups=all_groups)
+        result = evaluate(
+            qs,
+            lambda q, n: searcher.search(q, k=n, mode=mode, filters=access),  # type: ignore[arg-type]
+            k=k,
+        )
     except (OSError, ValueError, CorpusflowError) as exc:
         _fail_on(exc)
     if json_out:

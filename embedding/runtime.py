@@ -14,6 +14,7 @@ from tenacity import (
     wait_exponential,
 )
 
+from corpusflow.errors import is_oom, is_transient
 from embedding.base import EmbeddingError, Embeddings, ModelLoadError, ModelSpec
 
 log = logging.getLogger(__name__)
@@ -27,24 +28,6 @@ def pick_device(requested: str) -> str:
     if requested == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     return requested
-
-
-def is_oom(exc: BaseException) -> bool:
-    if type(exc).__name__ == "OutOfMemoryError":
-        return True
-    return isinstance(exc, RuntimeError | MemoryError) and "out of memory" in str(exc).lower()
-
-
-def is_transient(exc: BaseException) -> bool:
-    """Errors worth retrying the same batch for: I/O hiccups, timeouts, flaky devices."""
-    if is_oom(exc):
-        return False  # handled by halving the batch instead
-    if isinstance(exc, TimeoutError | ConnectionError):
-        return True
-    text = str(exc).lower()
-    return isinstance(exc, RuntimeError) and any(
-        s in text for s in ("cuda error: unspecified launch failure", "nccl", "temporarily")
-    )
 
 
 class LazyModel:

@@ -14,7 +14,7 @@ from storage import Store
 
 def eval_gate(questions_path: str, margin: float, mode: str, settings: Settings) -> Gate:
     """A gate that runs the question set on the active and the candidate table."""
-    from corpusflow.api import Searcher, spec_from_json
+    from corpusflow.api import Filters, Searcher, spec_from_json
     from corpusflow.evaluate import evaluate, gate, load_questions
 
     questions = load_questions(questions_path)
@@ -25,8 +25,18 @@ def eval_gate(questions_path: str, margin: float, mode: str, settings: Settings)
         old_embedder = load_embedder(settings.embed, spec_from_json(active["model_json"]))
         old = Searcher(store, active["chunk_table"], active["parent_table"], old_embedder)
         new = Searcher(store, target, store.parent_table_name(store.suffix_of(target)), embedder)
-        old_r = evaluate(questions, lambda q, n: old.search(q, k=n, mode=mode), k=5)  # type: ignore[arg-type]
-        new_r = evaluate(questions, lambda q, n: new.search(q, k=n, mode=mode), k=5)  # type: ignore[arg-type]
+        # The gate judges the whole table, restricted documents included (audited override).
+        every = Filters(all_groups=True)
+        old_r = evaluate(
+            questions,
+            lambda q, n: old.search(q, k=n, mode=mode, filters=every),  # type: ignore[arg-type]
+            k=5,
+        )
+        new_r = evaluate(
+            questions,
+            lambda q, n: new.search(q, k=n, mode=mode, filters=every),  # type: ignore[arg-type]
+            k=5,
+        )
         return gate(old_r, new_r, margin)
 
     return check

@@ -119,22 +119,57 @@ def test_acl_never_leaks(acl_index: Settings, mode: str) -> None:
         hits = search("salary", acl_index, k=10, mode=mode, filters=Filters(groups=groups))  # type: ignore[arg-type]
         assert {h["path"] for h in hits} <= allowed, (groups, mode)
         assert hits, (groups, mode)
-    admin = search("salary", acl_index, k=10, mode=mode, filters=None)  # type: ignore[arg-type]
+    # A caller who names no group (no filters, or groups=None) sees unrestricted chunks only.
+    for anonymous in (None, Filters(), Filters(groups=None)):
+        hits = search("salary", acl_index, k=10, mode=mode, filters=anonymous)  # type: ignore[arg-type]
+        assert {h["path"] for h in hits} == {"handbook.html"}, (anonymous, mode)
+    admin = search("salary", acl_index, k=10, mode=mode, filters=Filters(all_groups=True))  # type: ignore[arg-type]
     assert {h["path"] for h in admin} == {"eng/deploys.md", "hr/salaries.md", "handbook.html"}
 
 
+def test_all_groups_override_is_logged_and_the_cli_fails_closed(
+    acl_index: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    import subprocess
+    import sys
+
+    with caplog.at_level("WARNING", logger="corpusflow.access"):
+        search("salary", acl_index, k=10, filters=Filters(all_groups=True))
+    assert any("ACL override" in r.getMessage() for r in caplog.records)
+    exe = str(Path(sys.executable).parent / "corpusflow")
+    base = [exe, "search", "salary", "--db", acl_index.storage.db, "-k", "10", "--json"]
+
+    def paths(*extra: str) -> tuple[set[str], str]:
+        proc = subprocess.run([*base, *extra], capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        return {h["path"] for h in json.loads(proc.stdout)}, proc.stderr
+
+    anonymous, _ = paths()
+    assert anonymous == {"handbook.html"}
+    hr, _ = paths("--groups", "hr")
+    assert hr == {"hr/salaries.md", "handbook.html"}
+    every, stderr = paths("--all-groups")
+    assert every == {"eng/deploys.md", "hr/salaries.md", "handbook.html"}
+    assert "ACL override" in stderr
+    both = subprocess.run([*base, "--groups", "hr", "--all-groups"], capture_output=True, text=True)
+    assert both.returncode == 2 and "exclude each other" in both.stderr
+
+
 def test_filters_by_path_format_and_metadata(acl_index: Settings) -> None:
-    hits = search("salary", acl_index, k=10, filters=Filters(path_prefix="hr/"))
+    hits = search("salary", acl_index, k=10, filters=Filters(path_prefix="hr/", all_groups=True))
     assert {h["path"] for h in hits} == {"hr/salaries.md"}
     assert hits[0]["metadata"]["owner"] == "people"
-    hits = search("salary", acl_index, k=10, filters=Filters(format="html"))
+    hits = search("salary", acl_index, k=10, filters=Filters(format="html", all_groups=True))
     assert {h["path"] for h in hits} == {"handbook.html"}
-    hits = search("salary", acl_index, k=10, filters=Filters(metadata={"owner": "platform"}))
+    hits = search(
+        "salary", acl_index, k=10, filters=Filters(metadata={"owner": "platform"}, groups=["eng"])
+    )
     assert {h["path"] for h in hits} == {"eng/deploys.md"}
 
 
 def test_keyword_mode_ranks_exact_terms(acl_index: Settings) -> None:
-    hits = search("Fridays deploys", acl_index, k=3, mode="keyword")
+    eng = Filters(groups=["eng"])
+    hits = search("Fridays deploys", acl_index, k=3, mode="keyword", filters=eng)
     assert hits[0]["path"] == "eng/deploys.md"
     with pytest.raises(ConfigurationError, match="sparse head"):
         search("x", acl_index, mode="sparse")
