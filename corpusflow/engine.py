@@ -123,6 +123,25 @@ def process_document(
     return Processed(item=item, parsed=parsed, chunks=chunks, from_cache=cached)
 
 
+def process_with_retries(
+    item: WorkItem, source: Source, settings: Settings, fps: Fingerprints, kit: StageKit
+) -> Outcome:
+    """``process_document``, retried ``run.task_retries`` times on a transient failure;
+    the document or the error that stopped it (never raises)."""
+    run = settings.run
+    out: Outcome
+    for attempt in range(run.task_retries + 1):
+        try:
+            return process_document(item, source, settings, fps, kit)
+        except Exception as exc:
+            out = exc
+            if attempt < run.task_retries and is_transient(exc):
+                time.sleep(run.retry_delay_s * (attempt + 1))
+                continue
+            break
+    return out
+
+
 @dataclass
 class Job:
     """One refresh as the executors see it."""
@@ -174,6 +193,9 @@ class Executor(Protocol):
         """Process ``item``; call ``done(item, Processed | exception)`` exactly once, from
         any thread."""
 
+    def flush(self) -> None:
+        """Submit whatever is buffered (the engine calls it before it waits)."""
+
     def write(self, label: str, batch: list[Processed]) -> tuple[int, int] | BaseException:
         """Embed and commit ``batch`` (chunks written, table version), or the error."""
 
@@ -193,23 +215,14 @@ class InProcessExecutor:
     def submit(self, item: WorkItem, done: Done) -> None:
         assert self.job is not None
         job = self.job
+        self.pool.submit(
+            lambda: done(
+                item, process_with_retries(item, job.source, job.settings, job.fps, self.kit)
+            )
+        )
 
-        def work() -> None:
-            run = job.settings.run
-            for attempt in range(run.task_retries + 1):
-                try:
-                    out: Outcome = process_document(
-                        item, job.source, job.settings, job.fps, self.kit
-                    )
-                except Exception as exc:
-                    out = exc
-                    if attempt < run.task_retries and is_transient(exc):
-                        time.sleep(run.retry_delay_s * (attempt + 1))
-                        continue
-                break
-            done(item, out)
-
-        self.pool.submit(work)
+    def flush(self) -> None:
+        """Nothing is buffered here."""
 
     def write(self, label: str, batch: list[Processed]) -> tuple[int, int] | BaseException:
         assert self.job is not None
@@ -417,6 +430,7 @@ class RefreshEngine:
                 pending += 1
             if not pending:
                 break
+            executor.flush()
             item, outcome = finished.get()
             pending -= 1
             job.progress.advance("parse")
@@ -429,6 +443,7 @@ class RefreshEngine:
             else:
                 report.parsed += 1
             add(outcome)
+        executor.flush()
         if batch:
             batch_no += 1
             self._commit(executor, str(batch_no), batch)

@@ -252,6 +252,16 @@ class RunSettings(_Section):
             "flow process."
         ),
     )
+    documents_per_task: int = Field(
+        1,
+        ge=1,
+        description=(
+            "Documents per Prefect parse task run. 1: one task run per document, named after "
+            "its path. More (e.g. 50 for a first ingest of millions): one task run per group, "
+            "and each failed document still gets its own failed task run named after its "
+            "path; the Prefect database grows per group instead of per document."
+        ),
+    )
     max_in_flight: int = Field(
         0,
         ge=0,

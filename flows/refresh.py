@@ -10,7 +10,9 @@ artifacts (failed documents, run summary).
 
 from __future__ import annotations
 
+import queue
 import threading
+from collections.abc import Callable
 from contextlib import ExitStack
 from typing import Any
 
@@ -26,8 +28,9 @@ from corpusflow.engine import (
     RefreshEngine,
     StageKit,
     process_document,
+    process_with_retries,
 )
-from corpusflow.errors import is_transient
+from corpusflow.errors import DocumentError, is_transient
 from corpusflow.pipeline import Fingerprints, RunReport
 from corpusflow.plan import WorkItem
 from corpusflow.settings import Settings
@@ -59,6 +62,29 @@ def parse_and_chunk(
     return process_document(item, source, settings, fps, kit.resolve())
 
 
+@task(task_run_name="parse-{n}-documents-from-{first}", cache_policy=NO_CACHE)
+def parse_group(
+    items: list[WorkItem],
+    source: Source,
+    settings: Settings,
+    fps: Fingerprints,
+    kit: StageKit | RemoteKit,
+    first: str,
+    n: int,
+) -> list[Outcome]:
+    """Several documents in one task run (``run.documents_per_task``), each retried on its
+    own when transient; a failure is returned, not raised, and gets its own task run."""
+    k = kit.resolve()
+    return [process_with_retries(item, source, settings, fps, k) for item in items]
+
+
+@task(task_run_name="parse-{item.file.rel_path}", cache_policy=NO_CACHE)
+def failed_document(item: WorkItem, category: str, message: str) -> None:
+    """The failed document of a grouped parse task, as a failed task run named by its
+    path (the UI's view of a failure is the same as with one task per document)."""
+    raise DocumentError(category, message)
+
+
 @task(
     task_run_name="embed-write-batch-{label}",
     cache_policy=NO_CACHE,
@@ -81,6 +107,13 @@ class PrefectExecutor:
         self.job = job
         self.parse_task = parse_and_chunk.with_options(**retrying)  # type: ignore[arg-type]
         self.write_task = embed_and_write.with_options(**retrying)  # type: ignore[arg-type]
+        self.group_task = parse_group.with_options(**retrying)  # type: ignore[arg-type]
+        self.group_size = run.documents_per_task
+        self.buffer: list[tuple[WorkItem, Done]] = []
+        self.failed: queue.SimpleQueue[tuple[WorkItem, DocumentError]] = queue.SimpleQueue()
+        self.failure_runs: list[Any] = []
+        # Settle the failure task runs before the flow ends (they fail by design).
+        stack.callback(lambda: [f.wait() for f in self.failure_runs])
         self.runner: Any = None
         self.kit: StageKit | RemoteKit
         self.embedder: Embedder | None = None  # None: the job's own, in this process
@@ -95,31 +128,60 @@ class PrefectExecutor:
             self.kit = job.local_kit(stack)
 
     def submit(self, item: WorkItem, done: Done) -> None:
+        if self.group_size > 1:
+            self.buffer.append((item, done))
+            if len(self.buffer) >= self.group_size:
+                self.flush()
+            return
+        future = self._submit(self.parse_task, {"item": item})
+        self._on_done(future, lambda out: done(item, out))
+
+    def flush(self) -> None:
+        """Submit the buffered group; give each failure of finished groups its task run."""
+        while not self.failed.empty():
+            item, err = self.failed.get()
+            self.failure_runs.append(failed_document.submit(item, err.category.value, err.message))
+        if not self.buffer:
+            return
+        group, self.buffer = self.buffer, []
+        items = [i for i, _ in group]
+        future = self._submit(
+            self.group_task, {"items": items, "first": items[0].file.rel_path, "n": len(items)}
+        )
+
+        def finished(outcomes: Any) -> None:
+            if isinstance(outcomes, BaseException):  # the task itself failed: all of them
+                outcomes = [outcomes] * len(group)
+            for (item, done), out in zip(group, outcomes, strict=True):
+                if isinstance(out, DocumentError):
+                    self.failed.put((item, out))
+                done(item, out)
+
+        self._on_done(future, finished)
+
+    def _submit(self, task_: Any, args: dict[str, Any]) -> Any:
         job = self.job
-        args: dict[str, Any] = {
-            "item": item,
-            "source": job.source,
-            "settings": job.settings,
-            "fps": job.fps,
-            "kit": self.kit,
-        }
+        args = {**args, "source": job.source, "settings": job.settings, "fps": job.fps}
+        args["kit"] = self.kit
         if self.runner is not None:
             import dask
 
-            with dask.annotate(resources=self.job.settings.run.dask_parse_resources or None):
-                future = self.runner.submit(self.parse_task, parameters=args)
-        else:
-            future = self.parse_task.submit(**args)
+            with dask.annotate(resources=job.settings.run.dask_parse_resources or None):
+                return self.runner.submit(task_, parameters=args)
+        return task_.submit(**args)
+
+    @staticmethod
+    def _on_done(future: Any, then: Callable[[Any], None]) -> None:
         once = threading.Lock()
 
         def finished(f: Any) -> None:
             if not once.acquire(blocking=False):
                 return
             try:
-                out: Outcome = f.result(raise_on_failure=False)
+                out: Any = f.result(raise_on_failure=False)
             except BaseException as exc:
                 out = exc
-            done(item, out)
+            then(out)
 
         future.add_done_callback(finished)
 

@@ -153,3 +153,32 @@ def _alive(p: psutil.Process) -> bool:
         return p.status() != psutil.STATUS_ZOMBIE  # a zombie has exited (not yet reaped)
     except psutil.NoSuchProcess:
         return False
+
+
+@pytest.mark.usefixtures("prefect_server")
+def test_grouped_parse_tasks_keep_each_failure_visible(corpus: Path, tmp_path: Path) -> None:
+    """documents_per_task > 1: one task run per group of documents, and the failed
+    document still has its own failed task run named after its path."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+    from prefect.client.schemas.sorting import FlowRunSort
+
+    (corpus / "broken.pdf").write_bytes(b"%PDF-1.7\ntruncated")
+    grouped = _settings(tmp_path / "db", run={"documents_per_task": 4, "max_in_flight": 8})
+    report = refresh_flow(str(corpus), grouped.model_dump_json())
+    assert (report["new"], report["failed"]) == (8, 1)
+    assert report["failures"][0]["path"] == "broken.pdf"
+    assert_nothing_lost(grouped, str(corpus))
+    with get_client(sync_client=True) as client:
+        run = client.read_flow_runs(sort=FlowRunSort.START_TIME_DESC, limit=1)[0]
+        tasks = client.read_task_runs(
+            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[run.id]))
+        )
+    names = {t.name: t for t in tasks}
+    groups = [n for n in names if "-documents-from-" in n]
+    assert 2 <= len(groups) <= 3, sorted(names)
+    assert "parse-travel_policy.docx" not in names  # successes are grouped
+    failed = names["parse-broken.pdf"]
+    assert failed.state is not None and failed.state.type.value == "FAILED"
+    assert "corrupt" in (failed.state.message or "")
+    assert run.state is not None and run.state.type.value == "COMPLETED"
