@@ -189,6 +189,15 @@ class StorageSettings(_Section):
         ),
     )
     collection: str = Field("default", description="Name of the collection inside the database.")
+    cache_mib: int = Field(
+        256,
+        ge=16,
+        description=(
+            "Lance's in-process index cache and metadata cache, MiB each. Lance caches every "
+            "table version and fragment it reads; unbounded, a run that commits once per "
+            "document grew ~0.65 MiB per document (docs/benchmarks.md)."
+        ),
+    )
     write_batch_docs: int = Field(
         32, ge=1, description="Documents whose chunks are committed in one Lance transaction."
     )

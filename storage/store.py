@@ -71,6 +71,7 @@ class Store:
         uri: str,
         collection: str = "default",
         storage_options: dict[str, str] | None = None,
+        cache_mib: int = 256,
     ) -> None:
         import lancedb
 
@@ -81,15 +82,19 @@ class Store:
         # resolves concurrent commits by retrying, which can give up under contention.
         self._write_lock = threading.Lock()
         # A zero consistency interval: every read sees other processes' commits.
+        # Bounded caches: Lance keeps every version and fragment it has read, and a run
+        # commits the parse cache once per document, so unbounded caches grow with the run.
+        cache = cache_mib * 2**20
         self.db = lancedb.connect(
             uri,
             read_consistency_interval=timedelta(0),
             storage_options=self.storage_options or None,
+            session=lancedb.Session(index_cache_size_bytes=cache, metadata_cache_size_bytes=cache),
         )
 
     @classmethod
     def from_settings(cls, storage: StorageSettings) -> Store:
-        return cls(storage.db, storage.collection, storage.storage_options)
+        return cls(storage.db, storage.collection, storage.storage_options, storage.cache_mib)
 
     # -- naming ---------------------------------------------------------------
     def name(self, kind: str, suffix: str = "") -> str:
