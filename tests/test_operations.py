@@ -1,11 +1,13 @@
 """Operations: deployments, a real Prefect server run read back through the API, retries."""
 
+import contextlib
 import importlib
 import inspect
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -51,12 +53,13 @@ def test_prefect_yaml_matches_the_flows() -> None:
             assert len(sched["cron"].split()) == 5
 
 
-@pytest.fixture(scope="module")
-def prefect_api(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
-    home = tmp_path_factory.mktemp("prefect-home")
+@contextlib.contextmanager
+def _prefect_server(home: Path, **env_extra: str) -> Iterator[str]:
+    """A real `prefect server start` on a free port with its own home; yields the API URL."""
     port = free_port()
     env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
     env.pop("PREFECT_API_URL", None)
+    env.update(env_extra)
     proc = subprocess.Popen(
         [
             str(Path(sys.executable).parent / "prefect"),
@@ -78,6 +81,12 @@ def prefect_api(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-un
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def prefect_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with _prefect_server(tmp_path_factory.mktemp("prefect-home")) as url:
+        yield url
 
 
 @pytest.mark.slow
@@ -159,29 +168,10 @@ def test_compose_keeps_secrets_out_of_the_repository() -> None:
 def test_server_with_basic_auth_refuses_anonymous_clients(tmp_path: Path) -> None:
     """What the compose file turns on: the server's auth string; a client without the
     matching PREFECT_API_AUTH_STRING is refused, one with it is served."""
-    port = free_port()
-    env = {
-        **os.environ,
-        "PREFECT_HOME": str(tmp_path),
-        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-        "PREFECT_SERVER_API_AUTH_STRING": "ops:s3cret-pass",
-    }
-    env.pop("PREFECT_API_URL", None)
-    proc = subprocess.Popen(
-        [str(Path(sys.executable).parent / "prefect"), "server", "start", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}/api"
-    try:
-        wait_until_up(f"{url}/health", 240, "prefect server")
+    with _prefect_server(tmp_path, PREFECT_SERVER_API_AUTH_STRING="ops:s3cret-pass") as url:
         anonymous = httpx.post(f"{url}/flows/filter", json={}, timeout=30)
         assert anonymous.status_code == 401
         wrong = httpx.post(f"{url}/flows/filter", json={}, auth=("ops", "nope"), timeout=30)
         assert wrong.status_code == 401
         ok = httpx.post(f"{url}/flows/filter", json={}, auth=("ops", "s3cret-pass"), timeout=30)
         assert ok.status_code == 200
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)

@@ -40,6 +40,16 @@ def _ledger(db: Path) -> dict[str, tuple[Any, ...]]:
     return {r["path"]: (r["status"], r["content_sha256"], r["chunk_count"]) for r in rows}
 
 
+def _assert_same_tables(a_db: Path, b_db: Path) -> None:
+    """The same chunks (ids, texts, headings, vectors within float noise) and ledger."""
+    a, b = _rows(a_db), _rows(b_db)
+    assert a.keys() == b.keys()
+    for chunk_id, (doc, text, headings, vector) in a.items():
+        assert b[chunk_id][:3] == (doc, text, headings)
+        assert b[chunk_id][3] == pytest.approx(vector, abs=1e-5)
+    assert _ledger(a_db) == _ledger(b_db)
+
+
 def test_dask_runner_builds_the_same_tables(corpus: Path, tmp_path: Path) -> None:
     threads_db, dask_db = tmp_path / "threads", tmp_path / "dask"
     by_threads = refresh_flow(str(corpus), _settings(threads_db).model_dump_json())
@@ -48,12 +58,7 @@ def test_dask_runner_builds_the_same_tables(corpus: Path, tmp_path: Path) -> Non
     assert by_dask["new"] == by_threads["new"] == 7
     assert by_dask["failed"] == by_threads["failed"] == 0
     assert by_dask["chunks_written"] == by_threads["chunks_written"]
-    a, b = _rows(threads_db), _rows(dask_db)
-    assert a.keys() == b.keys()
-    for chunk_id, (doc, text, headings, vector) in a.items():
-        assert b[chunk_id][:3] == (doc, text, headings)
-        assert b[chunk_id][3] == pytest.approx(vector, abs=1e-5)
-    assert _ledger(threads_db) == _ledger(dask_db)
+    _assert_same_tables(threads_db, dask_db)
     assert_nothing_lost(dask_settings, str(corpus))
 
 
@@ -100,9 +105,4 @@ def test_parse_and_embed_on_separate_dask_workers(corpus: Path, tmp_path: Path) 
     assert by_resource == {("parse",): (1, 0), ("embed",): (0, 1)}
     assert (by_dask["new"], by_dask["failed"]) == (local.new, local.failed) == (7, 0)
     assert by_dask["chunks_written"] == local.chunks_written
-    a, b = _rows(local_db), _rows(dask_db)
-    assert a.keys() == b.keys()
-    for chunk_id, (doc, text, headings, vector) in a.items():
-        assert b[chunk_id][:3] == (doc, text, headings)
-        assert b[chunk_id][3] == pytest.approx(vector, abs=1e-5)
-    assert _ledger(local_db) == _ledger(dask_db)
+    _assert_same_tables(local_db, dask_db)
