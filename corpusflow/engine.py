@@ -63,6 +63,7 @@ from storage import Store, collection_lease
 # (store, active pointer row, candidate chunk table, candidate's embedder) -> (switch?, summary)
 Gate = Callable[[Store, dict[str, Any], str, Embedder], tuple[bool, str]]
 Outcome = Processed | BaseException
+TIDY_EVERY_COMMITS = 64
 Done = Callable[[WorkItem, Outcome], None]
 
 
@@ -264,6 +265,7 @@ class RefreshEngine:
         self.stack = ExitStack()
         self.plan: Plan | None = None
         self.failures: list[tuple[WorkItem, DocumentError]] = []
+        self.commits = 0
         self.log: Callable[[str], None] = lambda message: None
 
     # -- the two halves ---------------------------------------------------------
@@ -456,6 +458,12 @@ class RefreshEngine:
         self.timer.add("embed_write", time.perf_counter() - start)
         if not isinstance(result, BaseException):
             self.report.chunks_written += int(result[0])
+            self.commits += 1
+            if self.commits % TIDY_EVERY_COMMITS == 0:
+                # Each commit adds a fragment to the caches; unindexed fragments are
+                # scanned by every lookup, so a long run compacts and indexes them as it goes.
+                with self.timer.time("tidy_caches"):
+                    self.job.store.tidy_caches()
             return
         self._stop_if_storage_full(result)
         if len(batch) > 1:

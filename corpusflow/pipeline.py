@@ -203,7 +203,8 @@ def parse_document(
     fps: Fingerprints,
     parse: Callable[[str], ParsedDocument],
 ) -> tuple[ParsedDocument, bool]:
-    """ParsedDocument from the parse cache, else from ``parse`` (cached afterwards)."""
+    """ParsedDocument from the parse cache, else from ``parse`` (cached when its batch is
+    written, see write_batch)."""
     f = item.file
     if f.size > settings.source.max_file_size_mb * 1024 * 1024:
         raise DocumentError(
@@ -232,7 +233,8 @@ def parse_document(
         raise DocumentError(
             Category.SOURCE_CHANGED, "file changed while it was parsed; it is retried next run"
         )
-    store.put_parsed([(item.sha256, fps.parser, parsed.to_json())])
+    # Cached with the batch's commit (write_batch): one cache commit per batch, not per
+    # document, keeps the cache table's fragments, and so every lookup, cheap.
     return parsed, False
 
 
@@ -328,6 +330,11 @@ def write_batch(
     Returns (chunks written, chunk table version).
     """
     spec = embedder.spec
+    # The batch's fresh parses go to the parse cache first: a failed embedding or commit
+    # does not cost the parse again.
+    store.put_parsed(
+        [(p.item.sha256, fps.parser, p.parsed.to_json()) for p in batch if not p.from_cache]
+    )
     children = [c for p in batch for c in p.chunks.children]
     vectors = embed_texts(
         embedder,

@@ -128,19 +128,24 @@ def prune_tags(table: Any, older_than: timedelta) -> list[str]:
 def _cleanup(table: Any, retention: timedelta) -> None:
     """Remove versions older than ``retention``, never a tagged one.
 
-    Lance refuses (with an error, deleting nothing) a cleanup whose window covers a
-    tagged version, so the window stops just short of the oldest tagged version;
-    if the clock moved past it before cleanup started, retry a little shorter.
+    Lance refuses (with an error, deleting nothing) a cleanup whose cut-off falls after
+    a tagged version, and it takes "now" itself, a little after we do. So the cut-off
+    is placed just after an untagged version older than the oldest tagged one: first
+    the newest such version (the gap to the tagged one absorbs the delay), and if Lance
+    still refuses (a gap of milliseconds), the one before it, and so on.
     """
+    versions = sorted(table.list_versions(), key=lambda v: int(v["version"]))
     tagged = {int(v["version"]) for v in table.tags.list().values()}
-    oldest = min(
-        (v["timestamp"] for v in table.list_versions() if int(v["version"]) in tagged),
-        default=None,
-    )
-    for margin_s in (0.001, 1.0, 60.0):
-        window = retention
-        if oldest is not None:
-            window = max(window, datetime.now() - oldest + timedelta(seconds=margin_s))
+    first_tagged = next((v for v in versions if int(v["version"]) in tagged), None)
+    if first_tagged is None:
+        cutoffs = [None]
+    else:
+        older = [
+            v["timestamp"] for v in versions if int(v["version"]) < int(first_tagged["version"])
+        ]
+        cutoffs = [t + timedelta(microseconds=1) for t in reversed(older[-5:])]
+    for i, cutoff in enumerate(cutoffs):
+        window = retention if cutoff is None else max(retention, datetime.now() - cutoff)
         try:
             # Files no version references are a killed writer's leftovers: Lance keeps
             # them a week in case a writer is mid-commit, but maintenance runs under
@@ -148,7 +153,7 @@ def _cleanup(table: Any, retention: timedelta) -> None:
             table.optimize(cleanup_older_than=window, delete_unverified=True)
             return
         except RuntimeError as exc:
-            if "tagged version" not in str(exc) or margin_s == 60.0:
+            if "tagged version" not in str(exc) or i == len(cutoffs) - 1:
                 raise
 
 
