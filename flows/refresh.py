@@ -110,6 +110,8 @@ class PrefectExecutor:
         self.group_task = parse_group.with_options(**retrying)  # type: ignore[arg-type]
         self.group_size = run.documents_per_task
         self.buffer: list[tuple[WorkItem, Done]] = []
+        self.running = 0  # group task runs submitted and not finished
+        self.lock = threading.Lock()
         self.failed: queue.SimpleQueue[tuple[WorkItem, DocumentError]] = queue.SimpleQueue()
         self.failure_runs: list[Any] = []
         # Settle the failure task runs before the flow ends (they fail by design).
@@ -131,25 +133,33 @@ class PrefectExecutor:
         if self.group_size > 1:
             self.buffer.append((item, done))
             if len(self.buffer) >= self.group_size:
-                self.flush()
+                self._submit_group()
             return
         future = self._submit(self.parse_task, {"item": item})
         self._on_done(future, lambda out: done(item, out))
 
     def flush(self) -> None:
-        """Submit the buffered group; give each failure of finished groups its task run."""
+        """Give each failure of finished groups its task run; submit a partly filled group
+        only when no group is running (otherwise the engine's wait ends when one finishes,
+        and the group can still fill)."""
         while not self.failed.empty():
             item, err = self.failed.get()
             self.failure_runs.append(failed_document.submit(item, err.category.value, err.message))
-        if not self.buffer:
-            return
+        if self.buffer and (len(self.buffer) >= self.group_size or not self.running):
+            self._submit_group()
+
+    def _submit_group(self) -> None:
         group, self.buffer = self.buffer, []
+        with self.lock:
+            self.running += 1
         items = [i for i, _ in group]
         future = self._submit(
             self.group_task, {"items": items, "first": items[0].file.rel_path, "n": len(items)}
         )
 
         def finished(outcomes: Any) -> None:
+            with self.lock:
+                self.running -= 1
             if isinstance(outcomes, BaseException):  # the task itself failed: all of them
                 outcomes = [outcomes] * len(group)
             for (item, done), out in zip(group, outcomes, strict=True):
