@@ -25,11 +25,13 @@ def configure_environment() -> None:
         os.environ.setdefault(key, value)
 
 
-# Run by the watchdog child: wait for the parent's death (PR_SET_PDEATHSIG delivers
-# SIGTERM), then stop the server; exits at once when the parent is already gone.
+# Run by the watchdog child: ask the kernel for SIGTERM when its parent dies
+# (PR_SET_PDEATHSIG, set by the child on itself, so the parent needs no fork-time hook),
+# then stop the server; exits at once when the parent is already gone.
 _WATCHDOG = """
-import os, signal, sys, time
+import ctypes, os, signal, sys, time
 pid, parent = int(sys.argv[1]), int(sys.argv[2])
+ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 def stop(*_):
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
@@ -49,14 +51,6 @@ if os.getppid() != parent:
 while True:
     signal.pause()
 """
-
-
-def _die_with_parent() -> None:  # pragma: no cover - runs in the forked child
-    import ctypes
-    import signal
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 def start_prefect_api() -> None:
@@ -81,7 +75,8 @@ def start_prefect_api() -> None:
     if process is None or getattr(server, "_corpusflow_watchdog", None) is not None:
         return
     server._corpusflow_watchdog = subprocess.Popen(  # type: ignore[attr-defined]
+        # No preexec_fn: that would fork this process (lancedb warns, rightly, about
+        # forking its runtime); the child sets its parent-death signal itself.
         [sys.executable, "-S", "-c", _WATCHDOG, str(process.pid), str(os.getpid())],
-        preexec_fn=_die_with_parent,
         stdin=subprocess.DEVNULL,
     )
