@@ -10,6 +10,7 @@ artifacts (failed documents, run summary).
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 from collections.abc import Callable
@@ -176,7 +177,9 @@ class PrefectExecutor:
         if self.runner is not None:
             import dask
 
-            with dask.annotate(resources=job.settings.run.dask_parse_resources or None):
+            resources = job.settings.run.dask_parse_resources
+            # dask.annotate refuses resources=None: annotate only when resources are asked.
+            with dask.annotate(resources=resources) if resources else contextlib.nullcontext():
                 return self.runner.submit(task_, parameters=args)
         return task_.submit(**args)
 
