@@ -98,19 +98,21 @@ def _ranked(hits: list[dict[str, Any]]) -> list[tuple[str, float]]:
     return [(h["chunk_id"], h["score"]) for h in hits]
 
 
+def _backend_searcher(settings: Settings) -> Searcher:
+    """The active table searched with the model's own backend (sentence-transformers)."""
+    store = Store.from_settings(settings.storage)
+    active, spec = active_spec(store)
+    return Searcher(
+        store, active["chunk_table"], active["parent_table"], load_embedder(settings.embed, spec)
+    )
+
+
 @pytest.mark.parametrize("mode", ["dense", "hybrid"])
 def test_same_top_k_on_the_sample_index(sample_index: Settings, mode: str) -> None:
     fast = Searcher.for_active(sample_index)
     assert isinstance(fast.embedder, QueryEmbedder)
-    store = Store.from_settings(sample_index.storage)
-    active, spec = active_spec(store)
-    today = Searcher(
-        store,
-        active["chunk_table"],
-        active["parent_table"],
-        load_embedder(sample_index.embed, spec),
-    )
-    assert store.db.open_table(active["chunk_table"]).count_rows() > 25
+    today = _backend_searcher(sample_index)
+    assert today.table.count_rows() > 25
     for q in QUERIES:
         got, ref = fast.search(q, k=8, mode=mode), today.search(q, k=8, mode=mode)  # type: ignore[arg-type]
         assert [c for c, _ in _ranked(got)] == [c for c, _ in _ranked(ref)], q[:40]
@@ -137,14 +139,7 @@ def test_cold_cli_search_imports_no_model_stack(sample_index: Settings) -> None:
     loaded = json.loads(proc.stderr.rsplit("LOADED=", 1)[1])
     assert loaded == [], loaded
     hits = json.loads(proc.stdout)
-    store = Store.from_settings(sample_index.storage)
-    active, spec = active_spec(store)
-    today = Searcher(
-        store,
-        active["chunk_table"],
-        active["parent_table"],
-        load_embedder(sample_index.embed, spec),
-    )
+    today = _backend_searcher(sample_index)
     assert hits == today.search("refund policy", k=6, mode="hybrid")
     assert len(hits) == 6
 
