@@ -8,8 +8,8 @@ Usage:
 
 For each case, in one process and on the same chunks:
 
-- pipeline: ``embedding.embed_texts`` with the real ``StagingCheckpoint`` of a
-  fresh LanceDB database (``Store.checkpoint(spec.table_suffix, spec.dim)``),
+- pipeline: ``embedding.embed_texts`` with the real ``EmbeddingCache`` of a
+  fresh LanceDB database (``Store.embedding_cache(spec.table_suffix, spec.dim)``),
   the batch size and ``checkpoint_every`` of ``EmbedSettings``, exactly as
   ``corpusflow.pipeline.write_batch`` calls it during a refresh;
 - raw: the same loaded model's own ``encode`` (SentenceTransformer.encode or
@@ -244,7 +244,9 @@ def measure(
                         torch.cuda.synchronize()
                         torch.cuda.reset_peak_memory_stats()
                     db = Path(tempfile.mkdtemp(prefix="db-", dir=workdir))
-                    checkpoint = Store(str(db), "bench").checkpoint(spec.table_suffix, spec.dim)
+                    checkpoint = Store(str(db), "bench").embedding_cache(
+                        spec.table_suffix, spec.dim
+                    )
                     before_calls, before_fwd = embedder.model.encode_calls, forwards
                     with PeakRSS() as rss:
                         start, cpu_start = time.perf_counter(), time.process_time()
@@ -272,8 +274,10 @@ def measure(
                     if which == "pipeline":
                         calls = embedder.model.encode_calls - before_calls
                         dense_pipeline = np.stack([out[i][0] for i in ids])
-                        staged = Store(str(db), "bench").read_columns(checkpoint.name, ["chunk_id"])
-                        assert staged.num_rows == len(ids), "staging table incomplete"
+                        staged = Store(str(db), "bench").read_columns(
+                            checkpoint.name, ["embed_key"]
+                        )
+                        assert staged.num_rows == len(ids), "embedding cache incomplete"
                     else:
                         dense_raw = dense
                     shutil.rmtree(db, ignore_errors=True)

@@ -15,7 +15,8 @@ if TYPE_CHECKING:
 
 # Bump when the chunk output for the same input and settings changes.
 # 3: each chunk records its detected language (``lang``).
-CHUNKER_VERSION = "3"
+# 4: chunk and parent ids from heading path, text and occurrence, not position.
+CHUNKER_VERSION = "4"
 
 
 @dataclass(frozen=True, slots=True)

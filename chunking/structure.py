@@ -209,7 +209,17 @@ def _assemble(
             sections.append([idx])
     parent_of: dict[int, Parent] = {}
     parents: list[Parent] = []
-    for s_no, members in enumerate(sections):
+    # Ids depend on the document, heading path, text and occurrence (the n-th identical
+    # piece under the same headings), never on the position: an edit in one section
+    # leaves the ids of every other section unchanged.
+    seen: dict[tuple[object, ...], int] = {}
+
+    def occurrence(*key: object) -> int:
+        n = seen.get(key, 0)
+        seen[key] = n + 1
+        return n
+
+    for members in sections:
         window: list[int] = []
         used = 0
         windows: list[list[int]] = []
@@ -222,12 +232,14 @@ def _assemble(
             used += n
         if window:
             windows.append(window)
-        for w_no, win in enumerate(windows):
+        for win in windows:
             text = "\n\n".join(fixed[i][0] for i in win)
             headings = fixed[win[0]][1]
             pages = tuple(sorted({p for i in win for p in fixed[i][2]}))
             parent = Parent(
-                parent_id=stable_id(doc_id, "parent", s_no, w_no, text),
+                parent_id=stable_id(
+                    doc_id, "parent", headings, text, occurrence("parent", headings, text)
+                ),
                 doc_id=doc_id,
                 text=text,
                 heading_path=headings,
@@ -257,7 +269,7 @@ def _assemble(
         context = contexts[pos]
         children.append(
             Chunk(
-                chunk_id=stable_id(doc_id, pos, context, text),
+                chunk_id=stable_id(doc_id, headings, text, occurrence("chunk", headings, text)),
                 doc_id=doc_id,
                 parent_id=parent.parent_id,
                 position=pos,

@@ -163,6 +163,13 @@ def _print_report(report: dict[str, Any]) -> None:
             f"changed includes {report['retried']} retried failures and "
             f"{report['rechunked']} re-chunked for new settings"
         )
+    if report.get("embedded") or report.get("embed_cache_hits"):
+        console.print(
+            f"embedded {report['embedded']} text(s); {report['embed_cache_hits']} taken from "
+            "the embedding cache"
+        )
+    if report.get("check"):
+        console.print(str(report["check"].get("summary", "")), markup=False)
     console.print(
         f"table {report['chunk_table']} version {report['chunk_table_version']} · "
         f"model {report['model']} · elapsed {report['elapsed_s']:.1f}s"

@@ -40,6 +40,7 @@ from corpusflow.errors import (
     is_transient,
 )
 from corpusflow.pipeline import (
+    BatchWritten,
     Fingerprints,
     Processed,
     RunReport,
@@ -172,7 +173,7 @@ class Job:
             contextualizer=make_contextualizer(self.settings, self.store),
         )
 
-    def write(self, batch: list[Processed], embedder: Embedder | None = None) -> tuple[int, int]:
+    def write(self, batch: list[Processed], embedder: Embedder | None = None) -> BatchWritten:
         """Embed (here, or with ``embedder``, e.g. on cluster workers) and commit."""
         return write_batch(
             batch,
@@ -197,8 +198,8 @@ class Executor(Protocol):
     def flush(self) -> None:
         """Submit whatever is buffered (the engine calls it before it waits)."""
 
-    def write(self, label: str, batch: list[Processed]) -> tuple[int, int] | BaseException:
-        """Embed and commit ``batch`` (chunks written, table version), or the error."""
+    def write(self, label: str, batch: list[Processed]) -> BatchWritten | BaseException:
+        """Embed and commit ``batch``, or the error."""
 
 
 class InProcessExecutor:
@@ -225,7 +226,7 @@ class InProcessExecutor:
     def flush(self) -> None:
         """Nothing is buffered here."""
 
-    def write(self, label: str, batch: list[Processed]) -> tuple[int, int] | BaseException:
+    def write(self, label: str, batch: list[Processed]) -> BatchWritten | BaseException:
         assert self.job is not None
         try:
             return self.job.write(batch)
@@ -358,7 +359,7 @@ class RefreshEngine:
         if plan.work:
             with timer.time("tidy_caches"):
                 store.tidy_caches()
-            store.checkpoint(spec.table_suffix, spec.dim).clear()
+            store.drop(store.name("staging", spec.table_suffix))  # pre-cache checkpoint
         report.elapsed_s = time.time() - self.started
         report.stage_s = {k: round(v, 3) for k, v in timer.totals.items()}
         store.record_run(
@@ -457,7 +458,9 @@ class RefreshEngine:
         result = executor.write(label, batch)
         self.timer.add("embed_write", time.perf_counter() - start)
         if not isinstance(result, BaseException):
-            self.report.chunks_written += int(result[0])
+            self.report.chunks_written += result.chunks
+            self.report.embedded += result.embedded
+            self.report.embed_cache_hits += result.cache_hits
             self.commits += 1
             if self.commits % TIDY_EVERY_COMMITS == 0:
                 # Each commit adds a fragment to the caches; unindexed fragments are

@@ -23,11 +23,12 @@ from corpusflow.errors import (
 )
 from corpusflow.plan import WorkItem
 from corpusflow.settings import Settings
-from embedding import Embedder, ModelSpec, embed_texts
+from embedding import EmbedCounts, Embedder, ModelSpec, embed_texts
 from parsers import ParsedDocument, parser_fingerprint
 from parsers.models import ParseWarning
 from sources import Source, open_source
 from storage import Store
+from storage.schema import embed_key
 
 
 class ValidationFailedError(CorpusflowError):
@@ -317,6 +318,17 @@ def ledger_row(
     }
 
 
+@dataclass(frozen=True, slots=True)
+class BatchWritten:
+    """One committed batch: chunks written, the chunk table's version, and how many
+    distinct texts were embedded or taken from the embedding cache."""
+
+    chunks: int
+    version: int
+    embedded: int
+    cache_hits: int
+
+
 def write_batch(
     batch: Sequence[Processed],
     store: Store,
@@ -324,10 +336,11 @@ def write_batch(
     settings: Settings,
     fps: Fingerprints,
     on_progress: Callable[[int], None] | None = None,
-) -> tuple[int, int]:
+) -> BatchWritten:
     """Embed a batch of documents and commit their chunks, then their ledger rows.
 
-    Returns (chunks written, chunk table version).
+    Texts are keyed by the hash of exactly what is embedded (``embed_key``): a text
+    this model embedded in any earlier run comes from the embedding cache.
     """
     spec = embedder.spec
     # The batch's fresh parses go to the parse cache first: a failed embedding or commit
@@ -336,14 +349,17 @@ def write_batch(
         [(p.item.sha256, fps.parser, p.parsed.to_json()) for p in batch if not p.from_cache]
     )
     children = [c for p in batch for c in p.chunks.children]
+    keys = {c.chunk_id: embed_key(c.embed_text) for c in children}
+    counts = EmbedCounts()
     vectors = embed_texts(
         embedder,
-        [c.chunk_id for c in children],
+        [keys[c.chunk_id] for c in children],
         [c.embed_text for c in children],
         settings.embed.batch_size,
-        checkpoint=store.checkpoint(spec.table_suffix, spec.dim),
+        checkpoint=store.embedding_cache(spec.table_suffix, spec.dim),
         checkpoint_every=settings.embed.checkpoint_every,
         on_progress=on_progress,
+        counts=counts,
     )
     manifest = json.dumps(
         {"parser": fps.parser, "chunker": fps.chunker, "model": spec.to_dict()}, sort_keys=True
@@ -353,7 +369,7 @@ def write_batch(
     for p in batch:
         meta = json.dumps(p.parsed.metadata)
         for c in p.chunks.children:
-            dense, sparse = vectors[c.chunk_id]
+            dense, sparse = vectors[keys[c.chunk_id]]
             chunk_rows.append(
                 {
                     "chunk_id": c.chunk_id,
@@ -363,6 +379,7 @@ def write_batch(
                     "text": c.text,
                     "context": c.context,
                     "embed_text": c.embed_text,
+                    "embed_key": keys[c.chunk_id],
                     "heading_path": list(c.heading_path),
                     "page_numbers": list(c.page_numbers),
                     "path": p.item.file.rel_path,
@@ -400,7 +417,7 @@ def write_batch(
         fps.table_suffix,
         [ledger_row(p.item, fps, "indexed", p.parsed, len(p.chunks.children)) for p in batch],
     )
-    return len(chunk_rows), version
+    return BatchWritten(len(chunk_rows), version, counts.embedded, counts.cached)
 
 
 def _acl(metadata: dict[str, Any]) -> list[str] | None:
@@ -451,6 +468,8 @@ class RunReport:
     parsed: int = 0  # documents actually parsed (not served by the parse cache)
     parse_cache_hits: int = 0
     chunks_written: int = 0
+    embedded: int = 0  # distinct texts sent to the embedding model
+    embed_cache_hits: int = 0  # distinct texts whose vectors came from the embedding cache
     chunk_table: str = ""
     chunk_table_version: int | None = None
     activated: bool = False
@@ -459,6 +478,9 @@ class RunReport:
     elapsed_s: float = 0.0
     stage_s: dict[str, float] = field(default_factory=dict)
     failures: list[dict[str, str]] = field(default_factory=list)
+    # The retrieval check (before/after figures, changed questions, whether it undid
+    # the run); empty when no question set is configured.
+    check: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

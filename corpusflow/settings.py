@@ -175,7 +175,9 @@ class EmbedSettings(_Section):
     batch_size: int = Field(32, ge=1)
     max_length: int = Field(0, ge=0, description="Max tokens per input; 0 = the preset's default.")
     checkpoint_every: int = Field(
-        1, ge=1, description="Persist embedded vectors to the staging table every N batches."
+        1,
+        ge=1,
+        description="Save embedded vectors to the embedding cache (the resume point of a killed run) every N batches.",
     )
 
 

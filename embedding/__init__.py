@@ -8,10 +8,11 @@ the backend modules.
 """
 
 from embedding.base import Embedder, EmbeddingError, Embeddings, ModelSpec, VectorCheckpoint
-from embedding.batching import embed_texts
+from embedding.batching import EmbedCounts, embed_texts
 from embedding.presets import load_embedder, resolve_model, tokenizer_fingerprint
 
 __all__ = [
+    "EmbedCounts",
     "Embedder",
     "EmbeddingError",
     "Embeddings",

@@ -32,7 +32,7 @@ from corpusflow.engine import (
     process_with_retries,
 )
 from corpusflow.errors import DocumentError, is_transient
-from corpusflow.pipeline import Fingerprints, RunReport
+from corpusflow.pipeline import BatchWritten, Fingerprints, RunReport
 from corpusflow.plan import WorkItem
 from corpusflow.settings import Settings
 from embedding import Embedder
@@ -93,7 +93,7 @@ def failed_document(item: WorkItem, category: str, message: str) -> None:
 )
 def embed_and_write(
     label: str, batch: list[Processed], job: Job, embedder: Embedder | None = None
-) -> tuple[int, int]:
+) -> BatchWritten:
     return job.write(batch, embedder)
 
 
@@ -198,9 +198,9 @@ class PrefectExecutor:
 
         future.add_done_callback(finished)
 
-    def write(self, label: str, batch: list[Processed]) -> tuple[int, int] | BaseException:
+    def write(self, label: str, batch: list[Processed]) -> BatchWritten | BaseException:
         future = self.write_task.submit(label, batch, self.job, self.embedder)
-        result: tuple[int, int] | BaseException = future.result(raise_on_failure=False)
+        result: BatchWritten | BaseException = future.result(raise_on_failure=False)
         return result
 
 
@@ -220,10 +220,11 @@ def _publish(report: RunReport) -> None:
         markdown=(
             f"# Refresh {report.run_id}\n\n"
             "| new | changed | retried | rechunked | unchanged | deleted | failed | partial "
-            "| chunks |\n|---|---|---|---|---|---|---|---|---|\n"
+            "| chunks | embedded | embedding-cache hits |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|\n"
             f"| {report.new} | {report.changed} | {report.retried} | {report.rechunked} | "
             f"{report.unchanged} | {report.deleted} | {report.failed} | {report.partial} "
-            f"| {report.chunks_written} |\n\n"
+            f"| {report.chunks_written} | {report.embedded} | {report.embed_cache_hits} |\n\n"
             f"Table `{report.chunk_table}` version {report.chunk_table_version}; model {report.model}; "
             f"{report.elapsed_s:.1f} s\n\n| stage | seconds |\n|---|---|\n{stages}\n"
         ),

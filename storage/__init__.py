@@ -1,12 +1,12 @@
 """storage: every Lance table (ledger, parse cache, per-model chunk tables, pointer)."""
 
 from storage.lease import LeaseHeldError, LeaseLostError, collection_lease, write_lease
-from storage.store import StagingCheckpoint, Store
+from storage.store import EmbeddingCache, Store
 
 __all__ = [
+    "EmbeddingCache",
     "LeaseHeldError",
     "LeaseLostError",
-    "StagingCheckpoint",
     "Store",
     "collection_lease",
     "write_lease",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import pyarrow as pa
 
 LEDGER_SCHEMA = pa.schema(
@@ -97,6 +99,7 @@ def chunk_schema(dim: int) -> pa.Schema:
             pa.field("text", pa.large_string()),  # the chunk as in the document
             pa.field("context", pa.string()),  # contextual-retrieval prefix
             pa.field("embed_text", pa.large_string()),  # context + text: embedded and FTS-indexed
+            pa.field("embed_key", pa.string()),  # embed_key(embed_text): its embedding-cache key
             pa.field("heading_path", pa.list_(pa.string())),
             pa.field("page_numbers", pa.list_(pa.int32())),
             pa.field("path", pa.string()),  # source-relative path
@@ -114,12 +117,19 @@ def chunk_schema(dim: int) -> pa.Schema:
     )
 
 
-def staging_schema(dim: int) -> pa.Schema:
+def embed_key(text: str) -> str:
+    """The embedding-cache key of a text: the hash of exactly what is embedded."""
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def embed_cache_schema(dim: int) -> pa.Schema:
+    """One model's embeddings by text hash (the table name carries the model fingerprint)."""
     return pa.schema(
         [
-            pa.field("chunk_id", pa.string(), nullable=False),
+            pa.field("embed_key", pa.string(), nullable=False),
             pa.field("vector", pa.list_(pa.float32(), dim)),
             pa.field("sparse_ids", pa.list_(pa.int32())),
             pa.field("sparse_weights", pa.list_(pa.float32())),
+            pa.field("created_at", pa.timestamp("us", tz="UTC")),
         ]
     )

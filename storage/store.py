@@ -7,7 +7,9 @@ Tables (``<collection>__<kind>``):
 - ``parse_cache``: ParsedDocument JSON keyed by (content sha256, parser fingerprint);
 - ``chunks__<model>`` / ``parents__<model>``: chunk and parent rows per embedding
   model fingerprint (a model change means new tables, never mixed vectors);
-- ``staging__<model>``: the embedding checkpoint, dropped once committed;
+- ``embed_cache__<model>``: that model's embeddings by hash of the embedded text, the
+  checkpoint of an interrupted run and the cache that spares a refresh re-embedding
+  unchanged chunks;
 - ``pointer``: which chunk table readers use (one row, overwritten atomically);
 - ``runs``: one row per finished run.
 """
@@ -32,7 +34,7 @@ from storage.schema import (
     POINTER_SCHEMA,
     RUNS_SCHEMA,
     chunk_schema,
-    staging_schema,
+    embed_cache_schema,
 )
 
 _IN_BATCH = 500
@@ -211,14 +213,18 @@ class Store:
         from lancedb.index import BTree
 
         done: dict[str, str] = {}
-        for kind in ("parse_cache", "context_cache"):
-            name = self.name(kind)
+        names = [self.name("parse_cache"), self.name("context_cache")] + [
+            n for n in self.table_names() if n.startswith(self.name("embed_cache") + "__")
+        ]
+        for name in names:
+            kind = name.removeprefix(self.collection + "__")
+            key = "embed_key" if kind.startswith("embed_cache") else "cache_key"
             if not self.exists(name):
                 continue
             table = self.db.open_table(name)
             with self._write_lock:
-                if not any("cache_key" in idx.columns for idx in table.list_indices()):
-                    table.create_index("cache_key", config=BTree())
+                if not any(key in idx.columns for idx in table.list_indices()):
+                    table.create_index(key, config=BTree())
                     done[kind] = "indexed"
                 stats: Any = table.stats()  # a dict at run time, whatever the stub says
                 if stats["fragment_stats"]["num_fragments"] > max_fragments:
@@ -474,7 +480,8 @@ class Store:
         for name in (
             self.chunk_table_name(suffix),
             self.parent_table_name(suffix),
-            self.name("staging", suffix),
+            self.name("staging", suffix),  # the checkpoint of versions before the cache
+            self.name("embed_cache", suffix),
             self.ledger_name(suffix),
         ):
             if self.exists(name):
@@ -525,9 +532,9 @@ class Store:
         rows = self.db.open_table(name).to_arrow().to_pylist()
         return max(rows, key=lambda r: r["finished_at"]) if rows else None
 
-    # -- embedding checkpoint ------------------------------------------------------
-    def checkpoint(self, suffix: str, dim: int) -> StagingCheckpoint:
-        return StagingCheckpoint(self, self.name("staging", suffix), dim)
+    # -- embedding cache -----------------------------------------------------------
+    def embedding_cache(self, suffix: str, dim: int) -> EmbeddingCache:
+        return EmbeddingCache(self, self.name("embed_cache", suffix), dim)
 
     def drop(self, name: str) -> None:
         if self.exists(name):
@@ -547,43 +554,55 @@ class ContextCacheTable:
         self.store.put_contexts(items)
 
 
-class StagingCheckpoint:
-    """VectorCheckpoint on a Lance staging table keyed by chunk id (one per model)."""
+class EmbeddingCache:
+    """VectorCheckpoint and cross-run cache of one model's embeddings, keyed by the hash
+    of the exact text embedded (``embed_key``). Saved as each group of batches finishes,
+    so it is also the resume point of an interrupted run; kept across runs, so a refresh
+    embeds only texts this model has never embedded. The table name carries the model's
+    fingerprint: another model never reads these entries. Maintenance compacts it and
+    evicts keys no chunk row of the model references (``storage.maintenance``)."""
 
     def __init__(self, store: Store, name: str, dim: int) -> None:
         self.store = store
         self.name = name
         self.dim = dim
 
-    def load(self, ids: Sequence[str]) -> dict[str, tuple[np.ndarray, dict[int, float] | None]]:
-        if not ids or not self.store.exists(self.name):
+    def load(self, keys: Sequence[str]) -> dict[str, tuple[np.ndarray, dict[int, float] | None]]:
+        if not keys or not self.store.exists(self.name):
             return {}
         table = self.store.db.open_table(self.name)
         out: dict[str, tuple[np.ndarray, dict[int, float] | None]] = {}
-        for part in _batches(list(dict.fromkeys(ids))):
-            arrow = table.search().where(sql_in("chunk_id", part)).limit(len(part) * 2).to_arrow()
+        for part in _batches(list(dict.fromkeys(keys))):
+            arrow = table.search().where(sql_in("embed_key", part)).limit(len(part) * 2).to_arrow()
             for row in arrow.to_pylist():
                 sparse = None
                 if row["sparse_ids"] is not None:
                     sparse = dict(zip(row["sparse_ids"], row["sparse_weights"], strict=True))
-                out[row["chunk_id"]] = (np.asarray(row["vector"], dtype=np.float32), sparse)
+                out[row["embed_key"]] = (np.asarray(row["vector"], dtype=np.float32), sparse)
         return out
 
     def save(
-        self, ids: Sequence[str], dense: np.ndarray, sparse: list[dict[int, float]] | None
+        self, keys: Sequence[str], dense: np.ndarray, sparse: list[dict[int, float]] | None
     ) -> None:
-        schema = staging_schema(self.dim)
-        table = self.store._open_or_create(self.name, schema)
+        schema = embed_cache_schema(self.dim)
+        created = now()
         rows = [
             {
-                "chunk_id": cid,
+                "embed_key": key,
                 "vector": dense[i].astype(np.float32).tolist(),
                 "sparse_ids": list(sparse[i].keys()) if sparse is not None else None,
                 "sparse_weights": list(sparse[i].values()) if sparse is not None else None,
+                "created_at": created,
             }
-            for i, cid in enumerate(ids)
+            for i, key in enumerate(keys)
         ]
-        table.add(pa.Table.from_pylist(rows, schema=schema))
+        data = pa.Table.from_pylist(rows, schema=schema)
+        # Only keys ``load`` did not find are saved (under the collection's write lease),
+        # so a plain append: no join against a cache that grows with the corpus.
+        with self.store._write_lock:
+            self.store._open_or_create(self.name, schema).add(data)
 
-    def clear(self) -> None:
-        self.store.drop(self.name)
+    def count(self) -> int:
+        if not self.store.exists(self.name):
+            return 0
+        return int(self.store.db.open_table(self.name).count_rows())

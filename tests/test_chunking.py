@@ -61,8 +61,54 @@ def test_chunk_ids_are_deterministic(samples_dir: Path, minilm_tokenizer: Any) -
     assert [c.chunk_id for c in a.children] == [c.chunk_id for c in b.children]
     assert len({c.chunk_id for c in a.children}) == len(a.children)
     c = _chunks(samples_dir / "travel_policy.docx", minilm_tokenizer, contextual="none")
-    assert [x.chunk_id for x in c.children] != [x.chunk_id for x in a.children]
+    # The id names the piece of the document, not how it is embedded: the same piece
+    # with another context keeps its id (the row is updated in place).
+    assert [x.chunk_id for x in c.children] == [x.chunk_id for x in a.children]
+    assert [x.context for x in c.children] != [x.context for x in a.children]
     assert all(x.context == "" for x in c.children)
+
+
+def _manual(sections: int, edited: int | None = None) -> str:
+    parts = ["# Operations manual"]
+    for s in range(sections):
+        parts.append(f"## Section {s}: procedure {s}")
+        for p in range(2):
+            extra = " (revised: torque now 12 Nm)" if s == edited and p == 1 else ""
+            parts.append(
+                f"Step {p} of procedure {s}: check valve {s}-{p} and log the reading in "
+                f"register {s * 7 + p}{extra}. The same closing sentence ends every step."
+            )
+    return "\n\n".join(parts) + "\n"
+
+
+def test_an_edit_keeps_the_ids_of_other_sections(tmp_path: Path, minilm_tokenizer: Any) -> None:
+    """Ids from document, heading path, text and occurrence: inserting text in one
+    section changes that section's ids only, even though every later position moves."""
+    before, after = tmp_path / "before.md", tmp_path / "after.md"
+    before.write_text(_manual(12))
+    after.write_text(
+        _manual(12, edited=3).replace(
+            "## Section 1:", "Added note on valves and logs. " * 12 + "\n\n## Section 1:"
+        )
+    )
+    a = _chunks(before, minilm_tokenizer, max_tokens=48)
+    b = _chunks(after, minilm_tokenizer, max_tokens=48)
+    assert len(a.children) >= 24
+    assert len({c.chunk_id for c in a.children}) == len(a.children)
+    old = {c.chunk_id: c for c in a.children}
+    new = {c.chunk_id: c for c in b.children}
+    # Edited: a paragraph added at the end of section 0, a sentence in section 3.
+    edited = ("Section 0:", "Section 3:")
+    changed = {c.heading_path[-1] for c in b.children if c.chunk_id not in old}
+    assert changed and all(h.startswith(edited) for h in changed), changed
+    kept = [c for c in a.children if not c.heading_path[-1].startswith(edited)]
+    assert len(kept) >= 20 and all(c.chunk_id in new for c in kept)
+    assert any(new[c.chunk_id].position != c.position for c in kept)  # positions moved
+    # Identical text under one heading keeps distinct ids (its occurrence).
+    dup = tmp_path / "dup.md"
+    dup.write_text("# T\n\n" + "\n\n".join(["Same line again and again."] * 3 + ["x " * 400]))
+    d = _chunks(dup, minilm_tokenizer, max_tokens=48)
+    assert len({c.chunk_id for c in d.children}) == len(d.children)
 
 
 @pytest.mark.parametrize("budget", [64, 1024])

@@ -1,16 +1,16 @@
 """A real embedding process killed with SIGKILL resumes from its Lance checkpoint.
 
 The worker (tests/helpers/embed_worker.py) runs ``embed_texts`` with the real
-``StagingCheckpoint`` over generated chunks through the tiny BGE-M3 model
+``EmbeddingCache`` over generated chunks through the tiny BGE-M3 model
 (FlagEmbedding's BGEM3FlagModel code path) and logs every encoder call and every
-save durably. What the staging table holds right after a kill is read here
+save durably. What the embedding cache holds right after a kill is read here
 directly: it is the ground truth of "persisted before the kill".
 
 Three runs share one database: run 1 is SIGKILLed from here once some batches
 are checkpointed; run 2 resumes and SIGKILLs itself inside a checkpoint save,
 while Lance writes that commit; run 3 finishes. Each save is one Lance commit,
 so a batch is persisted wholly or not at all, and a batch cut short is embedded
-again (once) by the next run: the staging table never holds a chunk twice.
+again (once) by the next run: the embedding cache never holds a chunk twice.
 (Three processes, because each start costs ~10 s of imports on 2 cores.)
 """
 
@@ -84,12 +84,12 @@ def _encoded(log: Path) -> list[str]:
 
 
 def _staged(db: Path, spec: ModelSpec) -> list[str]:
-    """Every chunk_id row of the staging table, duplicates included."""
+    """Every key row of the embedding cache, duplicates included."""
     store = Store(str(db), "default")
-    name = store.name("staging", spec.table_suffix)
+    name = store.embedding_cache(spec.table_suffix, spec.dim).name
     if not store.exists(name):
         return []
-    return [str(v) for v in store.read_columns(name, ["chunk_id"]).column("chunk_id").to_pylist()]
+    return [str(v) for v in store.read_columns(name, ["embed_key"]).column("embed_key").to_pylist()]
 
 
 def _fresh(model: Path, ids: list[str], texts: list[str]) -> dict[str, Any]:
@@ -176,12 +176,12 @@ def test_sigkilled_runs_resume_without_reembedding(
     assert not persisted2 & set(encoded3)
     assert Counter(encoded3) == Counter(set(ids) - persisted2)
 
-    # Every id is in the staging table exactly once.
+    # Every id is in the embedding cache exactly once.
     staged3 = _staged(db, spec)
     assert Counter(staged3) == Counter(ids)
 
     # The staged vectors are what run 3 returned and what a fresh computation gives.
-    loaded = Store(str(db), "default").checkpoint(spec.table_suffix, spec.dim).load(ids)
+    loaded = Store(str(db), "default").embedding_cache(spec.table_suffix, spec.dim).load(ids)
     result = np.load(out)
     assert list(result["ids"]) == ids
     staged_dense = np.stack([loaded[i][0] for i in ids])

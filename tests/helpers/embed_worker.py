@@ -4,7 +4,7 @@
         [--batch-size 32] [--out FILE.npz] [--die-in-save K]
 
 It embeds ``chunk_texts(n)`` with ``embedding.embed_texts`` and the real
-``StagingCheckpoint`` of ``storage.Store(db, "default")``, exactly as
+``EmbeddingCache`` of ``storage.Store(db, "default")``, exactly as
 ``corpusflow.pipeline.write_batch`` does. The product code is not changed: this
 script wraps the embedder's encode function and the checkpoint's save, and
 appends one JSON line per event to ``--log``, flushed and fsync'd before the
@@ -17,7 +17,7 @@ run goes on, so a SIGKILL loses no event that happened:
 - ``{"event": "done", "n": ..., "calls": ...}`` once ``embed_texts`` returned.
 
 ``--die-in-save K`` makes the process SIGKILL itself inside the K-th save: a
-thread watches the staging table's data folder and kills the process the moment
+thread watches the embedding cache's data folder and kills the process the moment
 a new data file appears there, i.e. while Lance is writing that commit (the
 data file may be cut short; the commit may or may not have landed).
 """
@@ -120,7 +120,7 @@ def main() -> None:
     settings = EmbedSettings(model=args.model, device="cpu", batch_size=args.batch_size)
     spec = resolve_model(settings)
     embedder = load_embedder(settings, spec)
-    checkpoint = Store(args.db, "default").checkpoint(spec.table_suffix, spec.dim)
+    checkpoint = Store(args.db, "default").embedding_cache(spec.table_suffix, spec.dim)
 
     real_encode = embedder._encode  # type: ignore[attr-defined]
     calls = 0
