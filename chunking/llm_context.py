@@ -1,11 +1,15 @@
 """Contextual retrieval (Anthropic's method) through an OpenAI-compatible chat endpoint.
 
 For every chunk the model writes a short context that situates it in its document;
-the context is prefixed to the embedded and keyword-indexed text. The whole document
-is the first, identical part of every request for that document, so servers with
-prompt caching (llama.cpp's ``cache_prompt``, hosted prefix caches) pay for it once.
-Contexts are cached by (chunk text hash, document hash, prompt version, model), so
-re-runs and embedding-model upgrades never ask again.
+the context is prefixed to the embedded and keyword-indexed text. A request carries
+the document's outline (title and headings: the first, identical part of every request
+for that document, so servers with prompt caching, llama.cpp's ``cache_prompt`` or
+hosted prefix caches, pay for it once), then the chunk's section (its parent window)
+and the chunk. Contexts are cached by exactly that input (chunk, section, outline,
+prompt version, model): re-runs and embedding-model upgrades never ask again, and an
+edit re-asks only for the chunks of the edited section. The trade-off (the model no
+longer reads the whole document; a heading edit changes the outline and so re-asks
+every chunk of the document) is in docs/architecture.md.
 
 Retries (tenacity, exponential backoff) cover 429, 5xx, timeouts and connection
 errors only; any other failure fails the document with category ``context``.
@@ -33,14 +37,29 @@ from corpusflow.errors import (
 from corpusflow.settings import LLMSettings
 from parsers.models import ParsedDocument
 
+# Bump with any change to the request layout below (it is part of every cache key and of
+# the chunker fingerprint, so cached contexts of another layout are never reused).
+TEMPLATE_VERSION = "2"
 SYSTEM = "You write short contexts that situate a chunk within its document, for search retrieval."
-DOCUMENT_TEMPLATE = "<document>\n{document}\n</document>"
+OUTLINE_TEMPLATE = "<document_outline>\n{outline}\n</document_outline>"
 CHUNK_TEMPLATE = (
+    "Here is the section of the document that holds the chunk\n<section>\n{section}\n</section>\n"
     "Here is the chunk we want to situate within the whole document\n<chunk>\n{chunk}\n</chunk>\n"
     "Please give a short succinct context to situate this chunk within the overall document for "
     "the purposes of improving search retrieval of the chunk. Answer only with the succinct "
     "context and nothing else."
 )
+
+
+def outline_of(parsed: ParsedDocument, max_chars: int) -> str:
+    """The document's title and Markdown headings, in order (cut to ``max_chars``)."""
+    lines = [f"Title: {parsed.title}"] if parsed.title else []
+    lines += [ln.strip() for ln in parsed.markdown.splitlines() if ln.lstrip().startswith("#")]
+    return "\n".join(lines)[:max_chars]
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 class ContextCache(Protocol):
@@ -72,16 +91,18 @@ class LLMContextualizer:
             base_url=settings.base_url.rstrip("/"), headers=headers, timeout=settings.timeout_s
         )
 
-    def cache_key(self, doc_hash: str, chunk_text: str) -> str:
+    def cache_key(self, outline: str, section: str, chunk_text: str) -> str:
+        """Keyed by exactly what the request carries, so only a changed input asks again."""
         s = self.settings
-        blob = f"{hashlib.sha256(chunk_text.encode()).hexdigest()}|{doc_hash}|{s.prompt_version}|{s.model}"
-        return hashlib.sha256(blob.encode()).hexdigest()
+        parts = (_sha(chunk_text), _sha(section), _sha(outline), TEMPLATE_VERSION)
+        blob = "|".join((*parts, s.prompt_version, s.model))
+        return _sha(blob)
 
-    def _document(self, parsed: ParsedDocument) -> str:
+    def _section(self, section: str) -> str:
         # ~4 characters per token is close enough to bound the request size.
-        return parsed.markdown[: self.settings.max_document_tokens * 4]
+        return section[: self.settings.max_document_tokens * 4]
 
-    def _ask(self, document: str, chunk: str) -> str:
+    def _ask(self, outline: str, section: str, chunk: str) -> str:
         payload: dict[str, Any] = {
             "model": self.settings.model,
             "temperature": 0,
@@ -89,8 +110,8 @@ class LLMContextualizer:
             "cache_prompt": True,  # llama.cpp server: reuse the shared document prefix
             "messages": [
                 {"role": "system", "content": SYSTEM},
-                {"role": "user", "content": DOCUMENT_TEMPLATE.format(document=document)},
-                {"role": "user", "content": CHUNK_TEMPLATE.format(chunk=chunk)},
+                {"role": "user", "content": OUTLINE_TEMPLATE.format(outline=outline)},
+                {"role": "user", "content": CHUNK_TEMPLATE.format(section=section, chunk=chunk)},
             ],
         }
         for attempt in Retrying(
@@ -122,15 +143,19 @@ class LLMContextualizer:
     def contexts(
         self, parsed: ParsedDocument, pieces: Sequence[tuple[str, tuple[str, ...], str]]
     ) -> list[str]:
-        doc_hash = hashlib.sha256(parsed.markdown.encode()).hexdigest()
-        keys = [self.cache_key(doc_hash, text) for text, _h, _p in pieces]
+        outline = outline_of(parsed, self.settings.max_document_tokens * 4)
+        sections = [self._section(section) for _t, _h, section in pieces]
+        keys = [
+            self.cache_key(outline, sections[i], text) for i, (text, _h, _s) in enumerate(pieces)
+        ]
         cached = dict(self.cache.get_many(keys)) if self.cache is not None else {}
         todo = [(i, pieces[i][0]) for i, k in enumerate(keys) if k not in cached]
         if todo:
-            document = self._document(parsed)
             try:
                 with ThreadPoolExecutor(max_workers=self.settings.max_concurrency) as pool:
-                    answers = list(pool.map(lambda it: self._ask(document, it[1]), todo))
+                    answers = list(
+                        pool.map(lambda it: self._ask(outline, sections[it[0]], it[1]), todo)
+                    )
             except DocumentError:
                 raise
             except Exception as exc:

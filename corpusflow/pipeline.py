@@ -52,7 +52,11 @@ class Fingerprints:
         # tokenizer (a fine-tuned model) can reuse the active table's chunks.
         identity = tokenizer_fingerprint(spec.path)
         if settings.chunk.contextual == "llm":
-            identity += f"|llm:{settings.llm.model}:{settings.llm.prompt_version}"
+            from chunking.llm_context import TEMPLATE_VERSION
+
+            identity += (
+                f"|llm:{settings.llm.model}:{settings.llm.prompt_version}:{TEMPLATE_VERSION}"
+            )
         return cls(
             parser=parser_fingerprint(settings.parse),
             chunker=chunker_fingerprint(settings.chunk, max_tokens, identity),

@@ -44,7 +44,7 @@ PARSE_CACHE_SCHEMA = pa.schema(
 
 CONTEXT_CACHE_SCHEMA = pa.schema(
     [
-        pa.field("cache_key", pa.string(), nullable=False),  # chunk hash|doc hash|prompt|model
+        pa.field("cache_key", pa.string(), nullable=False),  # chunk|section|outline|prompt|model
         pa.field("context", pa.string()),
         pa.field("created_at", pa.timestamp("us", tz="UTC")),
     ]

@@ -116,10 +116,12 @@ def test_retries_429_5xx_and_timeouts_then_caches(fake_llm, samples_dir: Path) -
     assert out == ["The hotel limits of the travel policy."]
     assert ctx.calls == 4  # 429, 503, a timeout, then success
     body = script.seen[-1]
-    assert body["messages"][1]["content"].startswith(
-        "<document>"
-    )  # document first: cacheable prefix
+    # The outline first (the cacheable prefix shared by every chunk of the document),
+    # then the chunk's section and the chunk.
+    assert body["messages"][1]["content"].startswith("<document_outline>")
+    assert "Travel" in body["messages"][1]["content"]
     assert "Tier 1, Nightly cap = 500." in body["messages"][2]["content"]
+    assert "depends on the city tier" in body["messages"][2]["content"]
     # a second run is served from the cache: no request at all
     again = LLMContextualizer(settings, cache)
     assert again.contexts(_doc(samples_dir), PIECES) == out and again.calls == 0
