@@ -8,12 +8,13 @@ from prefect import flow, get_run_logger
 
 from corpusflow.settings import Settings
 from storage import Store, collection_lease
-from storage.maintenance import compact, ensure_indexes
+from storage.maintenance import compact, ensure_indexes, evict_embeddings
 
 
 @flow(name="corpusflow-maintain", log_prints=False)
 def maintain_flow(settings_json: str) -> dict[str, Any]:
-    """Compact every table, update indexes, clean up versions past retention."""
+    """Evict unreferenced embeddings, compact every table, update indexes, clean up
+    versions past retention."""
     settings = Settings.model_validate_json(settings_json)
     store = Store.from_settings(settings.storage)
     with collection_lease(settings.storage):
@@ -21,6 +22,7 @@ def maintain_flow(settings_json: str) -> dict[str, Any]:
         active = store.active()
         if active is not None:
             report["indexes"] = ensure_indexes(store, active["chunk_table"], settings.storage)
+        report["embeddings_evicted"] = evict_embeddings(store)
         report["tables"] = compact(store, settings.storage)
     get_run_logger().info("maintenance: %s", report)
     return report

@@ -13,6 +13,10 @@
   IVF_HNSW_SQ up to ``storage.ivf_pq_min_rows``, IVF_PQ beyond (smaller in memory).
 - Compaction and cleanup of versions older than the retention window. Lance
   never removes the latest (active) version, and tagged versions are kept.
+- Eviction from each model's embedding cache of the texts its chunk table no longer
+  holds (``evict_embeddings``): after maintenance a cache holds at most one vector per
+  distinct embedded text of the table; between maintenances it grows by each run's
+  new texts.
 """
 
 from __future__ import annotations
@@ -155,6 +159,44 @@ def _cleanup(table: Any, retention: timedelta) -> None:
         except RuntimeError as exc:
             if "tagged version" not in str(exc) or i == len(cutoffs) - 1:
                 raise
+
+
+def evict_embeddings(store: Store) -> dict[str, int]:
+    """Remove embedding-cache entries no chunk row of their model references; a cache
+    whose chunk table is gone is dropped. Returns rows removed per cache table.
+    One commit per cache: a merge with the referenced keys that deletes the rest."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from storage.schema import embed_key
+
+    prefix = store.name("embed_cache") + "__"
+    removed: dict[str, int] = {}
+    for name in store.table_names():
+        if not name.startswith(prefix):
+            continue
+        cache = store.db.open_table(name)
+        chunks = store.chunk_table_name(name.removeprefix(prefix))
+        if not store.exists(chunks):
+            removed[name] = int(cache.count_rows())
+            store.drop(name)
+            continue
+        columns = store.db.open_table(chunks).schema.names
+        if "embed_key" in columns:
+            keys = store.read_columns(chunks, ["embed_key"]).column("embed_key")
+            # Rows written before the column existed: their key is the text's hash.
+            unkeyed = store.read_columns(chunks, ["embed_text"], "embed_key IS NULL")
+            keys = pc.drop_null(keys).to_pylist()
+        else:
+            unkeyed = store.read_columns(chunks, ["embed_text"])
+            keys = []
+        keys += [embed_key(t) for t in unkeyed.column("embed_text").to_pylist()]
+        referenced = pa.table({"embed_key": pa.array(sorted(set(keys)), pa.string())})
+        result = (
+            cache.merge_insert("embed_key").when_not_matched_by_source_delete().execute(referenced)
+        )
+        removed[name] = int(result.num_deleted_rows)
+    return removed
 
 
 def compact(store: Store, settings: StorageSettings) -> dict[str, dict[str, Any]]:

@@ -1,0 +1,125 @@
+"""Re-indexing proportional to the edit: a one-paragraph change to a long document
+re-embeds only that section's chunks, keeps every other chunk id, and the embedding
+cache holds one model's vectors by text, cleaned by maintenance."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import corpusflow.engine as engine_module
+from corpusflow.engine import InProcessExecutor, RefreshEngine
+from corpusflow.settings import Settings, load_settings
+from storage import Store
+from storage.maintenance import evict_embeddings
+from storage.schema import embed_key
+from tests.helpers.invariants import assert_nothing_lost
+from tests.helpers.long_manual import heading, long_manual
+
+
+class CountingEmbedder:
+    """The real embedder, counting the texts the model is asked to encode (the witness)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.spec = inner.spec
+        self.texts: list[str] = []
+
+    @property
+    def has_sparse(self) -> bool:
+        return bool(self.inner.has_sparse)
+
+    def tokenizer(self) -> Any:
+        return self.inner.tokenizer()
+
+    def embed(self, texts: Sequence[str], batch_size: int) -> Any:
+        self.texts.extend(texts)
+        return self.inner.embed(texts, batch_size)
+
+
+@pytest.fixture()
+def counting(monkeypatch: pytest.MonkeyPatch) -> list[CountingEmbedder]:
+    made: list[CountingEmbedder] = []
+    real = engine_module.load_embedder
+
+    def load(*args: Any, **kwargs: Any) -> CountingEmbedder:
+        made.append(CountingEmbedder(real(*args, **kwargs)))
+        return made[-1]
+
+    monkeypatch.setattr(engine_module, "load_embedder", load)
+    return made
+
+
+def _settings(db: Path) -> Settings:
+    return load_settings(
+        None,
+        {
+            "storage": {"db": str(db)},
+            "run": {"progress": False},
+            "chunk": {"max_tokens": 64},
+        },
+    )
+
+
+def _rows(store: Store) -> dict[str, dict[str, Any]]:
+    active = store.active()
+    assert active is not None
+    cols = ["chunk_id", "heading_path", "text", "embed_key", "embed_text"]
+    return {r["chunk_id"]: r for r in store.read_columns(active["chunk_table"], cols).to_pylist()}
+
+
+def test_an_edit_re_embeds_only_its_section(
+    tmp_path: Path, counting: list[CountingEmbedder]
+) -> None:
+    src, db = tmp_path / "src", tmp_path / "db"
+    src.mkdir()
+    manual = src / "manual.md"
+    manual.write_text(long_manual())
+    (src / "other.md").write_text("# Other\n\nA second document that no edit touches.\n")
+    settings = _settings(db)
+
+    first = RefreshEngine(str(src), settings).refresh(InProcessExecutor())
+    store = Store(str(db))
+    before = _rows(store)
+    assert first.new == 2 and first.failed == 0
+    assert len(before) >= 300
+    assert counting[-1].texts and len(counting[-1].texts) == first.embedded == len(before)
+    assert first.embed_cache_hits == 0
+
+    edited_heading = heading(17)
+    manual.write_text(long_manual(edited=(17, 2)))
+    second = RefreshEngine(str(src), settings).refresh(InProcessExecutor())
+    after = _rows(store)
+    assert second.changed == 1 and second.unchanged == 1 and second.failed == 0
+    in_section = [r for r in after.values() if r["heading_path"][-1] == edited_heading]
+    encoded = counting[-1].texts
+    # Encoder inputs: only chunks of the edited section, at least the edited one.
+    assert 1 <= len(encoded) <= len(in_section)
+    assert all("torque it to 14 Nm (revised)" in t for t in encoded)
+    assert second.embedded == len(encoded)
+    assert second.embed_cache_hits == len(after) - len(encoded) - 1  # minus other.md's chunk
+    # Every chunk id outside the edited section is unchanged, with the same text.
+    outside = {cid for cid, r in before.items() if r["heading_path"][-1] != edited_heading}
+    assert outside <= set(after)
+    assert all(after[c]["text"] == before[c]["text"] for c in outside)
+    assert all(r["embed_key"] == embed_key(r["embed_text"]) for r in after.values())
+    assert_nothing_lost(settings, str(src))
+
+    # The cache keeps the old text's vector until maintenance evicts unreferenced keys.
+    active = store.active()
+    assert active is not None
+    cache = store.embedding_cache(store.suffix_of(active["chunk_table"]), 0)
+    assert cache.count() == len(before) + len(encoded)
+    stale = {r["embed_key"] for r in before.values()} - {r["embed_key"] for r in after.values()}
+    assert stale  # the old paragraph's text
+    evicted = evict_embeddings(store)
+    assert sum(evicted.values()) == len(stale)
+    assert cache.count() == len({r["embed_key"] for r in after.values()})
+
+    # Unchanged source, third run: nothing embedded, no model loaded at all.
+    loaded = len(counting)
+    third = RefreshEngine(str(src), settings).refresh(InProcessExecutor())
+    assert third.unchanged == 2 and third.embedded == 0 and len(counting) == loaded
