@@ -34,11 +34,14 @@ from typing import Any, Protocol
 from chunking.models import Contextualizer
 from corpusflow.errors import (
     Category,
+    ConfigurationError,
     DocumentError,
+    RetrievalCheckFailed,
     StorageFullError,
     is_storage_full,
     is_transient,
 )
+from corpusflow.evaluate import RetrievalCheck
 from corpusflow.pipeline import (
     BatchWritten,
     Fingerprints,
@@ -268,6 +271,12 @@ class RefreshEngine:
         self.failures: list[tuple[WorkItem, DocumentError]] = []
         self.commits = 0
         self.log: Callable[[str], None] = lambda message: None
+        # The retrieval check (``check.*``): the question set, its result on the table
+        # before the run, and the pre-run versions of the tables an undo restores.
+        self.check: RetrievalCheck | None = None
+        self.check_before: dict[str, Any] | None = None
+        self.check_before_s = 0.0
+        self.pre_versions: dict[str, tuple[str, int | None]] = {}
 
     # -- the two halves ---------------------------------------------------------
     def prepare(self) -> RefreshEngine:
@@ -313,6 +322,7 @@ class RefreshEngine:
         report.model = f"{spec.model_id} ({spec.fingerprint})"
         report.chunk_table = store.chunk_table_name(spec.table_suffix)
         self.report = report
+        self.check = _load_check(settings)
         self.stack.enter_context(collection_lease(settings.storage))
         progress = self.stack.enter_context(Progress(settings.run.progress))
         self.job = Job(src, settings, store, spec, fps, progress)
@@ -328,6 +338,7 @@ class RefreshEngine:
             f"plan: {plan.listed} listed, {len(plan.work)} to process, "
             f"{plan.unchanged} unchanged, {len(plan.deleted)} deleted"
         )
+        self._check_before()  # before the first write of this run, the ledger's included
         if plan.touched:
             store.upsert_ledger(fps.table_suffix, plan.touched)
 
@@ -360,6 +371,7 @@ class RefreshEngine:
             with timer.time("tidy_caches"):
                 store.tidy_caches()
             store.drop(store.name("staging", spec.table_suffix))  # pre-cache checkpoint
+        undone = bool(report.check.get("undone"))
         report.elapsed_s = time.time() - self.started
         report.stage_s = {k: round(v, 3) for k, v in timer.totals.items()}
         store.record_run(
@@ -369,12 +381,16 @@ class RefreshEngine:
                 "kind": self.kind,
                 "started_at": datetime.fromtimestamp(self.started, UTC),
                 "finished_at": datetime.now(UTC),
-                "status": "completed",
+                "status": "failed" if undone else "completed",
                 "report_json": json.dumps(report.to_dict()),
                 "chunk_table": report.chunk_table,
                 "chunk_table_version": report.chunk_table_version,
             }
         )
+        if undone:
+            raise RetrievalCheckFailed(
+                f"run {report.run_id} was undone: {report.check['summary']}", report.to_dict()
+            )
         return report
 
     def _process(self, executor: Executor, work: list[WorkItem]) -> None:
@@ -482,7 +498,10 @@ class RefreshEngine:
         target = report.chunk_table
         if not store.exists(target):
             return
+        from storage.maintenance import ensure_indexes
+
         switching = active is None or (self.activate and active["chunk_table"] != target)
+        indexed = False
         if switching:
             problems = store.validate(spec.table_suffix, spec.dim)
             if problems:
@@ -490,11 +509,18 @@ class RefreshEngine:
                     f"{target} failed validation, the active table is unchanged: "
                     + "; ".join(problems)
                 )
+            # Indexed before the gate: a keyword or hybrid question set needs the FTS
+            # index of the candidate, and indexing a table readers do not use is harmless.
+            with timer.time("index"):
+                ensure_indexes(store, target, self.settings.storage)
+            indexed = True
             allowed = True
             if self.gate is not None and active is not None:
                 with timer.time("quality_gate"):
                     allowed, report.gate = self.gate(store, active, target, job.embedder)
                 self.log(f"quality gate: {report.gate}")
+            elif self.check is not None and active is not None:
+                allowed = self._check_beside(active, target)
             if allowed:
                 store.set_active(spec.table_suffix, spec.to_dict())
                 report.activated = True
@@ -503,14 +529,112 @@ class RefreshEngine:
                 f"built {target} beside the active {active['chunk_table']}; "
                 "`corpusflow reindex` validates and switches"
             )
-        if report.chunks_written or report.deleted or switching:
-            from storage.maintenance import ensure_indexes
-
+        if (report.chunks_written or report.deleted) and not indexed:
             with timer.time("index"):
                 ensure_indexes(store, target, self.settings.storage)
+        if self.check_before is not None and self._check_after():
+            return  # undone: the restored version is the run's version, and it is not tagged
         report.chunk_table_version = store.tag_version(
             spec.table_suffix, f"{self.kind}-{report.run_id}"
         )
+
+    # -- the retrieval check --------------------------------------------------------
+    def _check_before(self) -> None:
+        """A refresh writing in place into the active table: record the pre-run versions
+        of the chunk, parent and ledger tables (tagging the chunk table's when an undo is
+        possible) and run the question set on the table as it is."""
+        check, report, plan = self.check, self.report, self.plan
+        if check is None or plan is None:
+            return
+        store, spec = self.job.store, self.job.spec
+        active = store.active()
+        target = report.chunk_table
+        if active is None:
+            report.check = {"summary": "retrieval check: skipped, no active table yet"}
+            return
+        if active["chunk_table"] != target:
+            if not self.activate:
+                report.check = {
+                    "summary": f"retrieval check: skipped, {target} is built beside the active "
+                    "table (checked by `corpusflow reindex` before it is switched in)"
+                }
+            return  # a reindex: checked against the active table before switching
+        if not (plan.work or plan.deleted):
+            return  # nothing will change the table
+        for kind, name in (
+            ("chunks", target),
+            ("parents", active["parent_table"]),
+            ("ledger", store.ledger_name(spec.table_suffix)),
+        ):
+            version = int(store.db.open_table(name).version) if store.exists(name) else None
+            self.pre_versions[kind] = (name, version)
+        if check.margin is not None:
+            store.tag_version(spec.table_suffix, f"pre-{self.kind}-{report.run_id}")
+        start = time.perf_counter()
+        with self.timer.time("retrieval_check"):
+            self.check_before = check.run(store, target, active["parent_table"], self.job.embedder)
+        self.check_before_s = time.perf_counter() - start
+
+    def _check_after(self) -> bool:
+        """Run the question set again after the run's writes and indexes; when it is worse
+        than the margin, restore the three tables to their pre-run versions. Whether the
+        run was undone."""
+        check, report, before = self.check, self.report, self.check_before
+        assert check is not None and before is not None
+        store = self.job.store
+        chunks, _ = self.pre_versions["chunks"]
+        parents, _ = self.pre_versions["parents"]
+        start = time.perf_counter()
+        with self.timer.time("retrieval_check"):
+            after = check.run(store, chunks, parents, self.job.embedder)
+        after_s = time.perf_counter() - start
+        result = check.compare(before, after)
+        result["seconds"] = {"before": round(self.check_before_s, 3), "after": round(after_s, 3)}
+        versions: dict[str, dict[str, int | None]] = {}
+        for kind, (name, version) in self.pre_versions.items():
+            versions[kind] = {"before": version, "after": _version_of(store, name)}
+        result["versions"] = versions
+        if result["refused"]:
+            with self.timer.time("undo"):
+                for kind, (name, version) in self.pre_versions.items():
+                    versions[kind]["restored"] = _restore(store, name, version)
+            result["undone"] = True
+            chunk_v = versions["chunks"]
+            result["summary"] += (
+                f"; undone: {chunks} restored to version {chunk_v['before']} "
+                f"(as version {chunk_v['restored']}), parents and ledger too"
+            )
+            report.chunk_table_version = chunk_v["restored"]
+        report.check = result
+        self.log(result["summary"])
+        return bool(result["undone"])
+
+    def _check_beside(self, active: dict[str, Any], target: str) -> bool:
+        """A table built beside the active one (reindex): the question set on the active
+        table (with its own model) and on the candidate; whether it may be switched in."""
+        from corpusflow.api import spec_from_json
+
+        check, report, store = self.check, self.report, self.job.store
+        assert check is not None
+        start = time.perf_counter()
+        with self.timer.time("retrieval_check"):
+            old_embedder = load_embedder(self.settings.embed, spec_from_json(active["model_json"]))
+            before = check.run(store, active["chunk_table"], active["parent_table"], old_embedder)
+            mid = time.perf_counter()
+            after = check.run(
+                store, target, store.parent_table_name(store.suffix_of(target)), self.job.embedder
+            )
+        result = check.compare(before, after)
+        result["seconds"] = {
+            "before": round(mid - start, 3),
+            "after": round(time.perf_counter() - mid, 3),
+        }
+        if result["refused"]:
+            result["summary"] += f"; {target} was not activated"
+        report.check = result
+        report.gate = result["comparison"]
+        self.log(result["summary"])
+        return not result["refused"]
 
     def _stop_if_storage_full(self, exc: BaseException) -> None:
         """A full disk is not the document's fault: stop the run instead of failing documents."""
@@ -519,6 +643,33 @@ class RefreshEngine:
                 f"the database at {self.settings.storage.db} is out of space ({exc}); batches "
                 "committed so far are intact; free space and re-run to continue"
             ) from exc
+
+
+def _load_check(settings: Settings) -> RetrievalCheck | None:
+    cfg = settings.check
+    if not cfg.questions:
+        return None
+    try:
+        return RetrievalCheck.load(cfg.questions, cfg.margin, cfg.mode, cfg.k)
+    except (OSError, ValueError) as exc:
+        raise ConfigurationError(f"check.questions: {exc}") from exc
+
+
+def _version_of(store: Store, name: str) -> int | None:
+    return int(store.db.open_table(name).version) if store.exists(name) else None
+
+
+def _restore(store: Store, name: str, version: int | None) -> int | None:
+    """Make ``name``'s content that of ``version`` again (Lance restore: a new version
+    equal to the old one); a table the run created is emptied. The new version."""
+    if not store.exists(name):
+        return None
+    table = store.db.open_table(name)
+    if version is None:
+        table.delete("true")
+    elif int(table.version) != version:
+        table.restore(version)
+    return int(table.version)
 
 
 def _as_document_error(exc: BaseException, category: Category) -> DocumentError:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 from enum import StrEnum
+from typing import Any
 
 
 class Category(StrEnum):
@@ -74,6 +75,20 @@ def is_storage_full(exc: BaseException) -> bool:
 
 class ConfigurationError(CorpusflowError):
     """The run cannot start: a setting is wrong or a resource is unreachable."""
+
+
+class RetrievalCheckFailed(CorpusflowError):
+    """A refresh made retrieval on the configured question set worse than the margin
+    allows: it was undone (tables restored to their pre-run versions) and the run fails
+    (exit code 1). ``report`` is the run report, with the check in ``report["check"]``."""
+
+    def __init__(self, message: str, report: dict[str, Any] | None = None) -> None:
+        self.message = message
+        self.report = dict(report or {})
+        super().__init__(message)
+
+    def __reduce__(self) -> tuple[type[RetrievalCheckFailed], tuple[str, dict[str, Any]]]:
+        return (type(self), (self.message, self.report))
 
 
 class TransientError(CorpusflowError):

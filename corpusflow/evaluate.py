@@ -170,3 +170,94 @@ def gate(old: dict[str, Any], new: dict[str, Any], margin: float) -> tuple[bool,
             f"{'ok' if passed else 'worse than the margin ' + format(margin, '.3f')})"
         )
     return ok, "; ".join(lines)
+
+
+def changed_ranks(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
+    """The questions whose rank differs between two ``evaluate`` results of one set."""
+    out = []
+    for old, new in zip(before["per_question"], after["per_question"], strict=True):
+        if old["rank"] != new["rank"]:
+            out.append(
+                {
+                    "question": old["question"],
+                    "path": old["path"],
+                    "before": old["rank"],
+                    "after": new["rank"],
+                }
+            )
+    return out
+
+
+def _figures(result: dict[str, Any], k: int) -> dict[str, float]:
+    keys = ("hit_rate_at_5", "mrr_at_10", f"hit_rate_at_{k}")
+    return {key: result[key] for key in dict.fromkeys(keys)}
+
+
+@dataclass
+class RetrievalCheck:
+    """A question set run on a table before and after a change (``check.*`` settings).
+
+    The one evaluation behind both the refresh check (the same table, before and after
+    the run, undone when worse) and the reindex gate (the active table against the table
+    built beside it, not activated when worse). The whole table is judged, restricted
+    documents included (the audited ``all_groups`` override)."""
+
+    questions: list[Question]
+    margin: float | None = None  # None: report only, never refuse or undo
+    mode: str = "hybrid"
+    k: int = 5
+    source: str = ""
+
+    @classmethod
+    def load(
+        cls, path: str | Path, margin: float | None, mode: str = "hybrid", k: int = 5
+    ) -> RetrievalCheck:
+        return cls(load_questions(path), margin, mode, k, str(path))
+
+    def run(self, store: Any, chunk_table: str, parent_table: str, embedder: Any) -> dict[str, Any]:
+        """``evaluate`` the question set on one chunk table (as it is now)."""
+        from corpusflow.api import Filters, Searcher
+
+        searcher = Searcher(store, chunk_table, parent_table, embedder)
+        every = Filters(all_groups=True)
+        return evaluate(
+            self.questions,
+            lambda q, n: searcher.search(q, k=n, mode=self.mode, filters=every),  # type: ignore[arg-type]
+            k=self.k,
+        )
+
+    def compare(self, before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+        """The report: figures before and after, the questions whose rank changed,
+        whether the change is worse than the margin (``worse``; with no margin, any
+        drop is reported but nothing is refused) and a one-line ``summary``."""
+        allowed, comparison = gate(before, after, self.margin if self.margin is not None else 0.0)
+        changed = changed_ranks(before, after)
+        worse = not allowed
+        verdict = (
+            "not worse"
+            if allowed
+            else "worse than the margin"
+            if self.margin is not None
+            else "worse (no margin configured: report only)"
+        )
+        summary = (
+            f"retrieval check ({len(self.questions)} questions, {self.mode}): "
+            f"HitRate@5 {before['hit_rate_at_5']:.3f} -> {after['hit_rate_at_5']:.3f}, "
+            f"MRR@10 {before['mrr_at_10']:.3f} -> {after['mrr_at_10']:.3f}; "
+            f"{len(changed)} question(s) changed rank; {verdict}"
+        )
+        return {
+            "questions": len(self.questions),
+            "source": self.source,
+            "mode": self.mode,
+            "k": self.k,
+            "margin": self.margin,
+            "before": _figures(before, self.k),
+            "after": _figures(after, self.k),
+            "changed": changed,
+            "comparison": comparison,
+            "worse": worse,
+            "refused": worse and self.margin is not None,
+            "undone": False,
+            "summary": summary,
+        }

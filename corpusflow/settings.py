@@ -297,6 +297,28 @@ class RunSettings(_Section):
     progress: bool = Field(True, description="Show progress bars when stdout is a terminal.")
 
 
+class CheckSettings(_Section):
+    questions: str | None = Field(
+        None,
+        description=(
+            "Question set (the `corpusflow eval` JSONL format) run against the table before and "
+            "after every refresh and reindex that changes it; unset = no retrieval check."
+        ),
+    )
+    margin: float | None = Field(
+        None,
+        description=(
+            "Allowed drop in HitRate@5 and MRR@10. A refresh worse by more is undone (the chunk, "
+            "parent and ledger tables are restored to their pre-run versions and the run fails); "
+            "a reindex table worse by more is not activated. Unset = report only, never undo."
+        ),
+    )
+    mode: Literal["dense", "sparse", "keyword", "hybrid"] = Field(
+        "hybrid", description="Search mode the questions are asked in."
+    )
+    k: int = Field(5, ge=1, description="Cut-off of the reported hit rate (HitRate@k).")
+
+
 class Settings(BaseSettings):
     """All corpusflow configuration. See docs/configuration.md."""
 
@@ -314,6 +336,7 @@ class Settings(BaseSettings):
     embed: EmbedSettings = Field(default_factory=EmbedSettings)
     storage: StorageSettings = Field(default_factory=StorageSettings)
     run: RunSettings = Field(default_factory=RunSettings)
+    check: CheckSettings = Field(default_factory=CheckSettings)
 
     @classmethod
     def settings_customise_sources(

@@ -31,7 +31,7 @@ from corpusflow.engine import (
     process_document,
     process_with_retries,
 )
-from corpusflow.errors import DocumentError, is_transient
+from corpusflow.errors import DocumentError, RetrievalCheckFailed, is_transient
 from corpusflow.pipeline import BatchWritten, Fingerprints, RunReport
 from corpusflow.plan import WorkItem
 from corpusflow.settings import Settings
@@ -204,8 +204,34 @@ class PrefectExecutor:
         return result
 
 
+def _check_markdown(report: RunReport) -> str:
+    """The retrieval check as Markdown: figures before and after, changed questions."""
+    check = report.check
+    lines = [f"# Retrieval check of run {report.run_id}", "", check.get("summary", "")]
+    if "before" in check:
+        lines += ["", "| figure | before | after |", "|---|---|---|"]
+        lines += [
+            f"| {key} | {check['before'][key]:.3f} | {check['after'][key]:.3f} |"
+            for key in check["before"]
+        ]
+    if check.get("changed"):
+        lines += ["", "| question | path | rank before | rank after |", "|---|---|---|---|"]
+        for c in check["changed"]:
+            question = str(c["question"]).replace("|", "\\|")
+            before = "-" if c["before"] is None else c["before"]
+            after = "-" if c["after"] is None else c["after"]
+            lines.append(f"| {question} | {c['path']} | {before} | {after} |")
+    for kind, v in check.get("versions", {}).items():
+        restored = f", restored as version {v['restored']}" if "restored" in v else ""
+        lines.append(
+            f"\n`{kind}`: version {v['before']} before the run, {v['after']} after{restored}"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def _publish(report: RunReport) -> None:
-    """Keyed artifacts for the Prefect UI: failed documents and a run summary."""
+    """Keyed artifacts for the Prefect UI: failed documents, a run summary and, when a
+    question set is configured, the retrieval check."""
     from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
     key = "".join(c if c.isalnum() else "-" for c in report.collection.lower())
@@ -229,6 +255,12 @@ def _publish(report: RunReport) -> None:
             f"{report.elapsed_s:.1f} s\n\n| stage | seconds |\n|---|---|\n{stages}\n"
         ),
     )
+    if report.check:
+        create_markdown_artifact(
+            key=f"retrieval-check-{key}",
+            markdown=_check_markdown(report),
+            description=f"Retrieval check of run {report.run_id}",
+        )
 
 
 # Runs planned outside a flow (the CLI plans first, so a refresh with nothing to do
@@ -269,7 +301,12 @@ def run_refresh(
         engine = RefreshEngine(source, settings, force_delete, only_failed, activate, kind, gate)
     logger = get_run_logger()
     engine.log = logger.info
-    report = engine.run(PrefectExecutor())
+    try:
+        report = engine.run(PrefectExecutor())
+    except RetrievalCheckFailed:
+        if publish:  # the undone run's figures, for the UI
+            _publish(engine.report)
+        raise
     if publish:
         _publish(report)
     return report

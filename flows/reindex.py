@@ -7,39 +7,7 @@ from typing import Any
 from prefect import flow
 
 from corpusflow.settings import Settings
-from embedding import Embedder, load_embedder
-from flows.refresh import Gate, run_refresh
-from storage import Store
-
-
-def eval_gate(questions_path: str, margin: float, mode: str, settings: Settings) -> Gate:
-    """A gate that runs the question set on the active and the candidate table."""
-    from corpusflow.api import Filters, Searcher, spec_from_json
-    from corpusflow.evaluate import evaluate, gate, load_questions
-
-    questions = load_questions(questions_path)
-
-    def check(
-        store: Store, active: dict[str, Any], target: str, embedder: Embedder
-    ) -> tuple[bool, str]:
-        old_embedder = load_embedder(settings.embed, spec_from_json(active["model_json"]))
-        old = Searcher(store, active["chunk_table"], active["parent_table"], old_embedder)
-        new = Searcher(store, target, store.parent_table_name(store.suffix_of(target)), embedder)
-        # The gate judges the whole table, restricted documents included (audited override).
-        every = Filters(all_groups=True)
-        old_r = evaluate(
-            questions,
-            lambda q, n: old.search(q, k=n, mode=mode, filters=every),  # type: ignore[arg-type]
-            k=5,
-        )
-        new_r = evaluate(
-            questions,
-            lambda q, n: new.search(q, k=n, mode=mode, filters=every),  # type: ignore[arg-type]
-            k=5,
-        )
-        return gate(old_r, new_r, margin)
-
-    return check
+from flows.refresh import run_refresh
 
 
 @flow(name="corpusflow-reindex", log_prints=False)
@@ -53,8 +21,14 @@ def reindex_flow(
 ) -> dict[str, Any]:
     """Build (or resume building) the table of the configured model from the parse cache,
     validate it, optionally check retrieval quality against the live table on a question
-    set, and make it active. The previous table stays for rollback."""
+    set, and make it active. The previous table stays for rollback.
+
+    The quality check is the engine's retrieval check (``check.*`` settings); ``eval_path``,
+    ``eval_margin`` and ``eval_mode`` (``corpusflow reindex --eval/--margin/--mode``) set it
+    for this run."""
     settings = Settings.model_validate_json(settings_json)
-    check = eval_gate(eval_path, eval_margin, eval_mode, settings) if eval_path else None
-    report = run_refresh(source, settings, force_delete, activate=True, kind="reindex", gate=check)
+    if eval_path:
+        check = {"questions": eval_path, "margin": eval_margin, "mode": eval_mode}
+        settings = settings.model_copy(update={"check": settings.check.model_copy(update=check)})
+    report = run_refresh(source, settings, force_delete, activate=True, kind="reindex")
     return report.to_dict()
