@@ -370,3 +370,22 @@ def status(settings: Settings) -> dict[str, Any]:
     ]
     out["failed_documents"] = sorted(failed, key=lambda r: r["path"])
     return out
+
+
+def forget(paths: Sequence[str], settings: Settings, source: str | None = None) -> dict[str, Any]:
+    """Erase documents from every table of the collection (storage.erasure.forget) and
+    return the receipt (also stored in ``<collection>__erasures``). ``paths`` are
+    source-relative, as the ledger and search results show them; give ``source`` to
+    accept absolute paths under it and to learn which files are still there (a
+    tombstone keeps those out of later refreshes)."""
+    from storage.erasure import forget as do_forget
+
+    store = Store.from_settings(settings.storage)
+    return do_forget(store, paths, settings, source).to_dict()
+
+
+def unforget(paths: Sequence[str], settings: Settings) -> list[str]:
+    """Lift the tombstones of forgotten documents: the next refresh adds them again."""
+    from storage.erasure import undo
+
+    return undo(Store.from_settings(settings.storage), paths, settings)

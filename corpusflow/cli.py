@@ -331,6 +331,94 @@ def maintain(
     typer.echo(json.dumps(report, indent=2, default=str))
 
 
+def _print_receipt(receipt: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    table = Table(
+        title=f"erasure {receipt['erasure_id']} of collection {receipt['collection']!r} "
+        f"at {receipt['finished_at']}"
+    )
+    for col in ("table", "rows removed", "versions pruned", "tags removed"):
+        table.add_column(col, justify="left" if col == "table" else "right")
+    for name, info in sorted(receipt["tables"].items()):
+        extra = f" (+{info['tombstones']} tombstone)" if info.get("tombstones") else ""
+        table.add_row(
+            name + extra,
+            str(info.get("rows_removed", 0)),
+            str(info.get("versions_pruned", 0)),
+            ", ".join(info.get("tags", [])) or "-",
+        )
+    console.print(table)
+    console.print(f"forgotten: {', '.join(receipt['paths'])}", markup=False)
+    console.print(
+        f"{receipt['rows_removed']} row(s) removed, {receipt['versions_pruned']} old version(s) "
+        f"pruned, {len(receipt['tags_removed'])} tag(s) deleted; {receipt['texts_hashed']} "
+        f"text hash(es) and {receipt['windows']} window hash(es) kept for `corpusflow verify`",
+        markup=False,
+    )
+    for note in receipt["notes"]:
+        console.print(f"note: {note}", markup=False)
+    for path in receipt["not_found"]:
+        console.print(f"[yellow]not in the collection: {path}[/]")
+    for path in receipt["still_in_source"]:
+        console.print(
+            f"[yellow]warning: {path} is still in the source; its tombstone keeps it out of "
+            f"every refresh until the file is removed or `corpusflow forget --undo {path}`[/]"
+        )
+
+
+@app.command()
+def forget(
+    paths: Annotated[
+        list[str],
+        typer.Argument(help="Documents to erase: source-relative paths as in the ledger."),
+    ],
+    source: Annotated[
+        str | None,
+        typer.Option(
+            "--source",
+            help="The collection's source: accepts absolute paths under it and warns "
+            "about files still there.",
+        ),
+    ] = None,
+    undo: Annotated[
+        bool,
+        typer.Option("--undo", help="Lift the tombstones instead: the next refresh re-adds them."),
+    ] = False,
+    db: DbOpt = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the receipt as JSON.")] = False,
+    config: ConfigOpt = None,
+    collection: CollectionOpt = None,
+) -> None:
+    """Erase documents from every table of the collection (chunks and parents of every
+    model, ledger tombstone, parse/context/embedding caches, staging) and from old Lance
+    versions (their tags are deleted: no time travel to before the erasure for the
+    tables touched). Prints and stores a receipt; `corpusflow verify` re-checks it."""
+    settings = _settings(config, db, None, collection)
+    configure_environment()
+    from corpusflow.api import forget as do_forget
+    from corpusflow.api import unforget
+    from corpusflow.errors import CorpusflowError
+
+    try:
+        if undo:
+            lifted = unforget(paths, settings)
+        else:
+            receipt = do_forget(paths, settings, source)
+    except (LookupError, ValueError, CorpusflowError) as exc:
+        _fail_on(exc)
+    if undo:
+        for path in lifted:
+            typer.echo(f"re-admitted {path}: the next refresh adds it again")
+        return
+    if json_out:
+        typer.echo(json.dumps(receipt, indent=2, default=str))
+    else:
+        _print_receipt(receipt)
+
+
 @app.command()
 def serve(
     source: Annotated[
@@ -633,20 +721,27 @@ def verify(
             help="Hash every indexed file (else trust the change hint: size + mtime or ETag).",
         ),
     ] = True,
+    erasure_scan: Annotated[
+        bool,
+        typer.Option(
+            "--erasure-scan/--no-erasure-scan",
+            help="After `forget`: read every file of the database for forgotten text.",
+        ),
+    ] = True,
     json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     config: ConfigOpt = None,
     collection: CollectionOpt = None,
 ) -> None:
     """Check that nothing is lost: every source file indexed (current bytes, right chunk
-    count) or failed with a reason; no stray or duplicate rows; one model per table.
-    Exits 1 on any violation."""
+    count) or failed with a reason; no stray or duplicate rows; one model per table;
+    after `forget`, no trace of the forgotten documents. Exits 1 on any violation."""
     settings = _settings(config, db, None, collection)
     configure_environment()
     from corpusflow.errors import CorpusflowError
     from corpusflow.verify import nothing_lost
 
     try:
-        report = nothing_lost(settings, source, rehash=rehash)
+        report = nothing_lost(settings, source, rehash=rehash, erasure_scan=erasure_scan)
     except CorpusflowError as exc:
         _fail_on(exc)
     if json_out:
@@ -658,6 +753,19 @@ def verify(
             typer.echo(f"VIOLATION  {line}")
         for line in report.pending:
             typer.echo(f"pending    {line}")
+        for line in report.forgotten:
+            typer.echo(f"forgotten  {line}")
+        if report.erasure is not None:
+            e = report.erasure
+            scanned = (
+                f"{e['files_scanned']} files, {e['bytes_scanned']} bytes scanned for "
+                f"{e['windows']} window hashes, {e['windows_found']} found"
+                if e.get("scan") == "done"
+                else f"byte scan {e.get('scan')}"
+            )
+            typer.echo(
+                f"erasures   {len(e['checked'])} of {e['receipts']} receipt(s) checked: {scanned}"
+            )
         typer.echo("nothing lost" if report.ok else f"{len(report.violations)} violations")
     if not report.ok:
         raise typer.Exit(1)

@@ -8,11 +8,20 @@ and the rows whose change hint holds and whose fingerprints match are counted
 there and never become Python objects. Only documents that need work, a hash,
 a touched ledger row or a deletion reach Python, so memory follows the number
 of changes plus a few Arrow columns of the ledger, not the corpus.
+
+Forgotten documents (``corpusflow forget``, storage.erasure) have a tombstone in the
+ledger (status ``forgotten``): while their files are still in the source they are
+skipped (``Plan.forgotten``, and a warning says how to re-admit them); once the file
+is gone the tombstone is marked ``deleted`` like any vanished document, so a file
+created again at that path later is new. A ledger that has no row for a document
+(a table built after the erasure) honours the tombstones of the collection's other
+ledgers.
 """
 
 from __future__ import annotations
 
 import itertools
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -44,6 +53,9 @@ PLAN_COLUMNS = (
     "model_fingerprint",
 )
 LISTING_SLICE = 20_000
+FORGOTTEN = "forgotten"  # ledger status of an erased document (storage.erasure)
+
+log = logging.getLogger(__name__)
 
 
 class DeletionGuardError(ConfigurationError):
@@ -65,6 +77,8 @@ class Plan:
     touched: list[dict[str, Any]] = field(default_factory=list)  # unchanged, stat refreshed
     deleted: list[dict[str, Any]] = field(default_factory=list)
     listed: int = 0
+    # Paths of forgotten documents still in the source: skipped, not re-added.
+    forgotten: list[str] = field(default_factory=list)
 
     def count(self, reason: str) -> int:
         return sum(1 for w in self.work if w.reason == reason)
@@ -82,22 +96,37 @@ def plan_changes(
     ledger = store.ledger_table(fps.table_suffix, PLAN_COLUMNS)
     index = _LedgerIndex(ledger)
     plan = Plan()
+    tombstones = store.tombstones()
     files = iter(source.list())
     for part in iter(lambda: list(itertools.islice(files, LISTING_SLICE)), []):
         plan.listed += len(part)
         for f, row in _needing_a_look(part, index, settings, fps, only_failed, plan):
+            if (row is None and f.doc_id in tombstones) or (row and row["status"] == FORGOTTEN):
+                plan.forgotten.append(f.rel_path)
+                continue
             _decide(f, row, source, settings, fps, only_failed, plan)
+    if plan.forgotten:
+        shown = ", ".join(plan.forgotten[:5]) + (" ..." if len(plan.forgotten) > 5 else "")
+        log.warning(
+            "%d forgotten document(s) are still in the source and stay excluded: %s "
+            "(re-admit one with `corpusflow forget --undo PATH`, or remove the file)",
+            len(plan.forgotten),
+            shown,
+        )
     if plan.touched:
         full = store.ledger_rows(fps.table_suffix, [r["doc_id"] for r in plan.touched])
         plan.touched = [full[r["doc_id"]] | r for r in plan.touched]
     if not only_failed and ledger.num_rows:
         gone = pc.and_(pa.array(~index.seen), pc.not_equal(ledger["status"], "deleted"))
         gone_ids = ledger.filter(gone)["doc_id"].to_pylist()
+        # A forgotten file that vanished only lifts its tombstone: no index rows to lose.
+        erased = pc.and_(gone, pc.equal(ledger["status"], FORGOTTEN))
+        losing = len(gone_ids) - int(pc.sum(erased).as_py() or 0)
         indexed = int(pc.sum(pc.equal(ledger["status"], "indexed")).as_py() or 0)
         limit = max(1, int(settings.storage.max_delete_fraction * indexed))
-        if len(gone_ids) > limit and not force_delete:
+        if losing > limit and not force_delete:
             raise DeletionGuardError(
-                f"refusing to delete {len(gone_ids)} of {indexed} indexed documents "
+                f"refusing to delete {losing} of {indexed} indexed documents "
                 f"(more than storage.max_delete_fraction={settings.storage.max_delete_fraction:g}); "
                 f"is the source {source.root} mounted? Re-run with --force-delete if intended."
             )

@@ -8,7 +8,11 @@ Used by every reliability test and by operators as ``corpusflow verify``:
 - no ledger entry or chunk row belongs to a document that is not in the source;
 - in every chunk table of the collection: no duplicate chunk ids, row counts
   match the table's ledger, one embedding model (every row's manifest names the
-  model the table is named after, and the vector dimension is that model's).
+  model the table is named after, and the vector dimension is that model's);
+- after ``corpusflow forget`` (storage.erasure): no table holds a row of a forgotten
+  document, and no file under the database directory holds a hashed 32-byte window of
+  its text (the receipts' window hashes; a local database only). A forgotten file still
+  in the source is reported as excluded, not as a loss.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from corpusflow.errors import DocumentError
 from corpusflow.settings import Settings
 from sources import SourceFile, doc_id_for, open_source
 from storage import Store
+from storage.store import sql_in
 
 _LIVE = ("indexed", "failed", "quarantined")
 
@@ -34,6 +39,10 @@ class VerifyReport:
     violations: list[str] = field(default_factory=list)
     # Source changes newer than the last run: not losses, the next refresh handles them.
     pending: list[str] = field(default_factory=list)
+    # Forgotten documents still in the source: excluded by their tombstone, not lost.
+    forgotten: list[str] = field(default_factory=list)
+    # The post-erasure check (None: the collection has no erasure receipt).
+    erasure: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
@@ -48,19 +57,27 @@ class VerifyReport:
             "ok": self.ok,
             "violations": self.violations,
             "pending": self.pending,
+            "forgotten": self.forgotten,
+            "erasure": self.erasure,
         }
 
 
 def nothing_lost(
-    settings: Settings, source: str | None = None, rehash: bool = True
+    settings: Settings,
+    source: str | None = None,
+    rehash: bool = True,
+    erasure_scan: bool = True,
 ) -> VerifyReport:
     """Check the collection's tables (and, given ``source``, the ledger against it).
 
     ``rehash`` hashes every indexed file to prove the index holds its current bytes;
     without it, files whose size and mtime match the ledger are taken as current.
+    ``erasure_scan`` reads every file of the database directory for forgotten text
+    when the collection has erasure receipts.
     """
     store = Store.from_settings(settings.storage)
     report = VerifyReport(settings.storage.collection, source)
+    _check_erasures(store, settings, erasure_scan, report)
     active = store.active()
     if active is None:
         if source is not None and any(True for _ in open_source(source, settings.source).list()):
@@ -130,6 +147,12 @@ def _check_source(
         report.checked_files += 1
         listed.add(f.doc_id)
         row = ledger.get(f.doc_id)
+        if row is not None and row["status"] == "forgotten":
+            report.forgotten.append(
+                f"{f.rel_path}: forgotten ({row['error_message']}); excluded while the file "
+                "stays in the source (`corpusflow forget --undo` re-admits it)"
+            )
+            continue
         if row is None or row["status"] not in _LIVE:
             state = "missing" if row is None else row["status"]
             source_problem(f, f"in the source but {state} in the ledger")
@@ -159,3 +182,59 @@ def _check_source(
                 f"{row['path']}: {row['status']} in the ledger but gone from the source "
                 "(the next refresh deletes it)"
             )
+
+
+def _check_erasures(store: Store, settings: Settings, scan: bool, report: VerifyReport) -> None:
+    """No row of a forgotten document in any table; no hashed window of its text in any
+    file under the database directory (receipts of re-admitted documents are skipped:
+    their text is legitimately back)."""
+    from storage.erasure import local_db_dir, scan_for_windows
+
+    receipts = store.erasures()
+    if not receipts:
+        return
+    tombstones = store.tombstones()
+    check: dict[str, Any] = {"receipts": len(receipts), "checked": [], "skipped": []}
+    report.erasure = check
+    windows: dict[str, tuple[list[int], list[str], list[str]]] = {}
+    forgotten: set[str] = set()
+    for r in receipts:
+        ids = set(r["doc_ids"] or [])
+        if not ids <= set(tombstones):
+            check["skipped"].append(f"{r['erasure_id']} (a document was re-admitted)")
+            continue
+        check["checked"].append(r["erasure_id"])
+        forgotten |= ids
+        pre, conf, owners = windows.setdefault(r["window_key"], ([], [], []))
+        pre.extend(r["window_prefilter"] or [])
+        conf.extend(r["window_confirm"] or [])
+        owners.append(r["erasure_id"])
+    kinds = (store.name("chunks") + "__", store.name("parents") + "__")
+    for name in store.table_names():
+        if forgotten and name.startswith(kinds):
+            table = store.db.open_table(name)
+            left = int(table.count_rows(sql_in("doc_id", sorted(forgotten))))
+            if left:
+                report.violations.append(f"{name}: {left} row(s) of forgotten documents")
+    root = local_db_dir(settings.storage.db)
+    if not scan or root is None:
+        check["scan"] = "skipped" if not scan else "not a local database"
+        return
+    files = scanned = found_total = 0
+    for key, (pre, conf, owners) in windows.items():
+        if not pre:
+            continue
+        found, files, n = scan_for_windows(root, key, pre, conf)
+        scanned += n
+        for path, count in sorted(found.items()):
+            found_total += count
+            report.violations.append(
+                f"erasure {', '.join(owners)}: {count} window(s) of forgotten text in {path}"
+            )
+    check.update(
+        scan="done",
+        files_scanned=files,
+        bytes_scanned=scanned,
+        windows=sum(len(w[0]) for w in windows.values()),
+        windows_found=found_total,
+    )

@@ -133,3 +133,27 @@ def embed_cache_schema(dim: int) -> pa.Schema:
             pa.field("created_at", pa.timestamp("us", tz="UTC")),
         ]
     )
+
+
+# One row per `corpusflow forget` call: the receipt of an erasure. It never holds the
+# forgotten text, only where rows were removed, and hashes that let `verify` look for
+# left-over bytes (storage.erasure: what the window hashes are and their limits).
+ERASURES_SCHEMA = pa.schema(
+    [
+        pa.field("erasure_id", pa.string(), nullable=False),
+        pa.field("collection", pa.string()),
+        pa.field("started_at", pa.timestamp("us", tz="UTC")),
+        pa.field("finished_at", pa.timestamp("us", tz="UTC")),
+        pa.field("paths", pa.list_(pa.string())),
+        pa.field("doc_ids", pa.list_(pa.string())),
+        pa.field("rows_removed", pa.int64()),
+        pa.field("versions_pruned", pa.int64()),
+        pa.field("tags_removed", pa.list_(pa.string())),  # "<table>:<tag>@<version>"
+        pa.field("tables_json", pa.string()),  # per table: rows removed, versions, tags
+        pa.field("chunk_sha256", pa.list_(pa.string())),  # sha256 of each forgotten text
+        pa.field("window_key", pa.string()),  # hex key of the window hashes
+        pa.field("window_prefilter", pa.list_(pa.uint32())),  # cheap rolling hash per window
+        pa.field("window_confirm", pa.list_(pa.string())),  # keyed sha256 per window [:16]
+        pa.field("notes", pa.list_(pa.string())),
+    ]
+)

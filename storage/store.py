@@ -11,7 +11,8 @@ Tables (``<collection>__<kind>``):
   checkpoint of an interrupted run and the cache that spares a refresh re-embedding
   unchanged chunks;
 - ``pointer``: which chunk table readers use (one row, overwritten atomically);
-- ``runs``: one row per finished run.
+- ``runs``: one row per finished run;
+- ``erasures``: one receipt per ``corpusflow forget`` (storage.erasure).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import pyarrow as pa
 from corpusflow.settings import StorageSettings
 from storage.schema import (
     CONTEXT_CACHE_SCHEMA,
+    ERASURES_SCHEMA,
     LEDGER_SCHEMA,
     PARENT_SCHEMA,
     PARSE_CACHE_SCHEMA,
@@ -531,6 +533,42 @@ class Store:
             return None
         rows = self.db.open_table(name).to_arrow().to_pylist()
         return max(rows, key=lambda r: r["finished_at"]) if rows else None
+
+    # -- erasures (storage.erasure) ---------------------------------------------------
+    def tombstones(self) -> dict[str, str]:
+        """{doc_id: path} of documents forgotten in any ledger of the collection (status
+        ``forgotten``): the planner keeps them out while their files are in the source."""
+        out: dict[str, str] = {}
+        prefix = self.name("documents") + "__"
+        for name in self.table_names():
+            if name.startswith(prefix):
+                rows = self.read_columns(name, ["doc_id", "path"], "status = 'forgotten'")
+                out.update(
+                    zip(
+                        rows.column("doc_id").to_pylist(),
+                        rows.column("path").to_pylist(),
+                        strict=True,
+                    )
+                )
+        return out
+
+    def record_erasure(self, row: Mapping[str, Any]) -> None:
+        table = self._open_or_create(self.name("erasures"), ERASURES_SCHEMA)
+        table.add(pa.Table.from_pylist([dict(row)], schema=ERASURES_SCHEMA))
+
+    def erasures(self) -> list[dict[str, Any]]:
+        """Every erasure receipt of the collection, oldest first."""
+        name = self.name("erasures")
+        if not self.exists(name):
+            return []
+        rows = self.db.open_table(name).to_arrow().to_pylist()
+        return sorted(rows, key=lambda r: r["started_at"])
+
+    def erasure_key(self) -> str | None:
+        """The key of the collection's window hashes (the first receipt's), so ``verify``
+        hashes the database once for all receipts."""
+        keys = [r["window_key"] for r in self.erasures() if r["window_key"]]
+        return keys[0] if keys else None
 
     # -- embedding cache -----------------------------------------------------------
     def embedding_cache(self, suffix: str, dim: int) -> EmbeddingCache:
