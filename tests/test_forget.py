@@ -23,6 +23,7 @@ from corpusflow.engine import InProcessExecutor, RefreshEngine
 from corpusflow.settings import Settings, load_settings
 from sources import doc_id_for
 from storage import Store
+from storage.erasure import scan_for_windows, window_hashes
 
 CANARY = "The zanzibar quokka ledger opens at 04:17 under code VERMILION-8842 each Tuesday."
 SECRET = "secret_memo.md"
@@ -92,6 +93,11 @@ def test_forget_leaves_no_trace(samples_dir: Path, tmp_path: Path, caplog: Any) 
     needles = [CANARY.encode("utf-8"), CANARY.encode("utf-16-le")]
     # Control: Lance stores the strings as plain UTF-8, so the scan below is not vacuous.
     assert _files_with(db, needles), "the canary should be readable in the db before forget"
+    # ... and verify's window scan finds the memo's chunk texts in Lance's files.
+    texts = store.rows_of_documents(active["chunk_table"], [secret_id], ["text"])
+    key = "ab" * 32
+    pre, conf = window_hashes([r["text"] for r in texts], key)
+    assert pre and scan_for_windows(db, key, pre, conf)[0]
 
     started = time.perf_counter()
     result = _cli("forget", SECRET, "--db", str(db), "--source", str(src), "--json")
