@@ -477,6 +477,10 @@ class RefreshEngine:
             self.report.chunks_written += result.chunks
             self.report.embedded += result.embedded
             self.report.embed_cache_hits += result.cache_hits
+            # Parts of embed_write: loading the model (once), and cache reads + encoding.
+            if result.load_s:
+                self.timer.add("load_model", result.load_s)
+            self.timer.add("embed", result.embed_s)
             self.commits += 1
             if self.commits % TIDY_EVERY_COMMITS == 0:
                 # Each commit adds a fragment to the caches; unindexed fragments are

@@ -24,6 +24,7 @@ from corpusflow.errors import (
 from corpusflow.plan import WorkItem
 from corpusflow.settings import Settings
 from embedding import EmbedCounts, Embedder, ModelSpec, embed_texts
+from embedding.runtime import load_seconds
 from parsers import ParsedDocument, parser_fingerprint
 from parsers.models import ParseWarning
 from sources import Source, open_source
@@ -331,6 +332,8 @@ class BatchWritten:
     version: int
     embedded: int
     cache_hits: int
+    embed_s: float = 0.0  # of the batch's time: embedding-cache reads and encoding
+    load_s: float = 0.0  # of embed_s: loading the model's weights (the first batch only)
 
 
 def write_batch(
@@ -355,6 +358,7 @@ def write_batch(
     children = [c for p in batch for c in p.chunks.children]
     keys = {c.chunk_id: embed_key(c.embed_text) for c in children}
     counts = EmbedCounts()
+    embed_start, loaded_before = time.perf_counter(), load_seconds()
     vectors = embed_texts(
         embedder,
         [keys[c.chunk_id] for c in children],
@@ -365,6 +369,7 @@ def write_batch(
         on_progress=on_progress,
         counts=counts,
     )
+    embed_s, load_s = time.perf_counter() - embed_start, load_seconds() - loaded_before
     manifest = json.dumps(
         {"parser": fps.parser, "chunker": fps.chunker, "model": spec.to_dict()}, sort_keys=True
     )
@@ -421,7 +426,9 @@ def write_batch(
         fps.table_suffix,
         [ledger_row(p.item, fps, "indexed", p.parsed, len(p.chunks.children)) for p in batch],
     )
-    return BatchWritten(len(chunk_rows), version, counts.embedded, counts.cached)
+    return BatchWritten(
+        len(chunk_rows), version, counts.embedded, counts.cached, embed_s - load_s, load_s
+    )
 
 
 def _acl(metadata: dict[str, Any]) -> list[str] | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -30,6 +31,22 @@ def pick_device(requested: str) -> str:
     return requested
 
 
+_load_lock = threading.Lock()
+_load_seconds = 0.0
+
+
+def _add_load_time(seconds: float) -> None:
+    global _load_seconds
+    with _load_lock:
+        _load_seconds += seconds
+
+
+def load_seconds() -> float:
+    """Seconds this process has spent loading embedding weights: callers that time an
+    embedding call subtract the difference to tell loading from encoding."""
+    return _load_seconds
+
+
 class LazyModel:
     """Loads the model once per process, on first use, behind a lock."""
 
@@ -47,8 +64,10 @@ class LazyModel:
             with self._lock:
                 if self._model is None:
                     self.device = pick_device(self.requested_device)
+                    start = time.perf_counter()
                     try:
                         self._model = self._loader(self.spec, self.device)
+                        _add_load_time(time.perf_counter() - start)
                     except ModelLoadError:
                         raise
                     except Exception as exc:

@@ -123,3 +123,82 @@ def test_an_edit_re_embeds_only_its_section(
     loaded = len(counting)
     third = RefreshEngine(str(src), settings).refresh(InProcessExecutor())
     assert third.unchanged == 2 and third.embedded == 0 and len(counting) == loaded
+
+
+class EchoLLM:
+    """An OpenAI-compatible endpoint on loopback that answers every context request with
+    a context derived from the chunk it was asked about, and counts requests."""
+
+    def __init__(self) -> None:
+        import json
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.asked: list[str] = []
+        echo = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                prompt = body["messages"][-1]["content"]
+                chunk = prompt.split("<chunk>\n", 1)[1].split("\n</chunk>", 1)[0]
+                echo.asked.append(chunk)
+                words = " ".join(chunk.split()[:6])
+                answer = {"choices": [{"message": {"content": f"Context of: {words}"}}]}
+                data = json.dumps(answer).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+
+def test_an_edit_asks_the_llm_only_for_its_section(
+    tmp_path: Path, counting: list[CountingEmbedder]
+) -> None:
+    """With LLM contexts, a context is keyed by chunk, section and outline: the edit of one
+    paragraph asks again only for the chunks of that section's parent window."""
+    llm = EchoLLM()
+    src, db = tmp_path / "src", tmp_path / "db"
+    src.mkdir()
+    manual = src / "manual.md"
+    manual.write_text(long_manual())
+    settings = load_settings(
+        None,
+        {
+            "storage": {"db": str(db)},
+            "run": {"progress": False},
+            "chunk": {"max_tokens": 64, "contextual": "llm"},
+            "llm": {"base_url": llm.url, "max_concurrency": 2},
+        },
+    )
+    try:
+        first = RefreshEngine(str(src), settings).refresh(InProcessExecutor())
+        store = Store(str(db))
+        before = _rows(store)
+        assert first.failed == 0 and len(before) >= 300
+        assert len(llm.asked) == len(before)  # one request per chunk
+
+        manual.write_text(long_manual(edited=(40, 1)))
+        llm.asked.clear()
+        second = RefreshEngine(str(src), settings).refresh(InProcessExecutor())
+        after = _rows(store)
+        assert second.changed == 1 and second.failed == 0
+        section = [r for r in after.values() if r["heading_path"][-1] == heading(40)]
+        # Requests: the edited section's chunks only (its parent window holds them all).
+        assert 1 <= len(llm.asked) <= len(section)
+        assert set(llm.asked) <= {r["text"] for r in section}
+        assert len(counting[-1].texts) <= len(section)
+        assert second.embedded == len(counting[-1].texts)
+        outside = {c for c, r in before.items() if r["heading_path"][-1] != heading(40)}
+        assert outside <= set(after)
+        assert all(after[c]["embed_text"] == before[c]["embed_text"] for c in outside)
+    finally:
+        llm.server.shutdown()
