@@ -262,4 +262,24 @@ def test_llm_contexts_with_a_real_server_and_cached_reruns(
     assert proxy.count == asked
     new_rows = store.read_columns(second["chunk_table"], ["context"]).to_pylist()
     assert {r["context"] for r in new_rows} == {r["context"] for r in rows}
+
+    # An edit in one section asks again only for that section's chunks: the context key
+    # is the chunk, its section and the outline, not the whole document.
+    notes = corpus / "release_notes.md"
+    notes.write_text(
+        notes.read_text().replace("Modbus TCP gateway.", "Modbus TCP gateway and BACnet.")
+    )
+    third = refresh_flow(
+        str(corpus),
+        load_settings(None, {**base, "embed": {"model": str(upgraded)}}).model_dump_json(),
+    )
+    assert third["changed"] == 1 and third["failed"] == 0
+    after = store.read_columns(
+        third["chunk_table"], ["text", "context", "heading_path"]
+    ).to_pylist()
+    edited = [r for r in after if "BACnet" in r["text"]]
+    assert edited and proxy.count - asked == len(edited)
+    kept = [r for r in after if "BACnet" not in r["text"]]
+    assert kept and {r["context"] for r in kept} <= {r["context"] for r in new_rows}
+    assert third["embedded"] == len(edited)
     proxy.server.shutdown()
