@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -32,7 +32,7 @@ from corpusflow.settings import Settings
 from embedding import Embedder, ModelSpec
 from embedding.query_encoder import load_query_embedder
 from storage import Store
-from storage.store import sql_in
+from storage.store import read_table, sql_in
 
 _log = logging.getLogger("corpusflow.access")
 
@@ -114,12 +114,28 @@ def spec_from_json(model_json: str) -> ModelSpec:
 class Searcher:
     """Searches one chunk table with the model that built it."""
 
-    def __init__(self, store: Store, chunk_table: str, parent_table: str, embedder: Embedder):
+    def __init__(
+        self,
+        store: Store,
+        chunk_table: str,
+        parent_table: str,
+        embedder: Embedder,
+        pinned: Mapping[str, Any] | None = None,
+    ):
+        """``pinned``: versions {"chunks", "parents"} to read instead of the latest (the
+        pointer's pin while a checked refresh runs)."""
         self.store = store
         self.chunk_table = chunk_table
         self.parent_table = parent_table
         self.embedder = embedder
         self.table = store.db.open_table(chunk_table)
+        self.parents: Any = None
+        if store.exists(parent_table):
+            self.parents = store.db.open_table(parent_table)
+        if pinned and pinned.get("chunks") is not None:
+            self.table.checkout(int(pinned["chunks"]))
+        if pinned and pinned.get("parents") is not None and self.parents is not None:
+            self.parents.checkout(int(pinned["parents"]))
         # A table written before a column existed (``lang``) is read without it.
         names = set(self.table.schema.names)
         self.columns = [c for c in _COLUMNS if c in names]
@@ -139,6 +155,7 @@ class Searcher:
             active["chunk_table"],
             active["parent_table"],
             load_query_embedder(settings.embed, spec),
+            store.pinned(),
         )
 
     def search(
@@ -228,9 +245,7 @@ class Searcher:
         weights = self.embedder.embed([query], batch_size=1).sparse
         assert weights is not None
         qw = weights[0]
-        cols = self.store.read_columns(
-            self.chunk_table, ["chunk_id", "sparse_ids", "sparse_weights"], filters.where()
-        )
+        cols = read_table(self.table, ["chunk_id", "sparse_ids", "sparse_weights"], filters.where())
         scores: list[tuple[str, float]] = []
         for cid, ids, ws in zip(
             cols.column("chunk_id").to_pylist(),
@@ -247,19 +262,15 @@ class Searcher:
         top = scores[:limit]
         if not top:
             return []
-        rows = self.store.read_columns(
-            self.chunk_table, self.columns, sql_in("chunk_id", [c for c, _ in top])
-        )
+        rows = read_table(self.table, self.columns, sql_in("chunk_id", [c for c, _ in top]))
         by_id = {r["chunk_id"]: r for r in rows.to_pylist()}
         return [(by_id[c], s) for c, s in top if c in by_id]
 
     def _finish(self, ranked: list[tuple[dict[str, Any], float]]) -> list[dict[str, Any]]:
         parents: dict[str, str] = {}
         parent_ids = [r["parent_id"] for r, _ in ranked if r.get("parent_id")]
-        if parent_ids and self.store.exists(self.parent_table):
-            rows = self.store.read_columns(
-                self.parent_table, ["parent_id", "text"], sql_in("parent_id", parent_ids)
-            )
+        if parent_ids and self.parents is not None:
+            rows = read_table(self.parents, ["parent_id", "text"], sql_in("parent_id", parent_ids))
             parents = {r["parent_id"]: r["text"] for r in rows.to_pylist()}
         return [
             {
@@ -324,6 +335,7 @@ def status(settings: Settings) -> dict[str, Any]:
         "model": None,
         "table_version": None,
         "rows": None,
+        "pinned": None,
         "last_run": None,
     }
     if active is not None:
@@ -335,6 +347,7 @@ def status(settings: Settings) -> dict[str, Any]:
             model={k: model.get(k) for k in ("model_id", "fingerprint", "dim", "max_length")},
             table_version=int(table.version),
             rows=int(table.count_rows()),
+            pinned=store.pinned(),
         )
     out["tables"] = store.model_tables()
     run = store.last_run()

@@ -158,6 +158,11 @@ def _print_report(report: dict[str, Any]) -> None:
             f"[yellow]{report['partial']} document(s) indexed with content missing "
             "(ledger category 'partial'; see `corpusflow status`)[/]"
         )
+    if report.get("forgotten"):
+        console.print(
+            f"[yellow]{report['forgotten']} forgotten document(s) are still in the source and "
+            "stay excluded (`corpusflow forget --undo PATH` re-admits one)[/]"
+        )
     if report["retried"] or report["rechunked"]:
         console.print(
             f"changed includes {report['retried']} retried failures and "
@@ -796,6 +801,11 @@ def status(
             f"active      {info['active_table']} (version {info['table_version']}, {info['rows']} rows)"
         )
         typer.echo(f"model       {m['model_id']} fingerprint {m['fingerprint']} dim {m['dim']}")
+        if info["pinned"]:
+            typer.echo(
+                f"pinned      readers on version {info['pinned']['chunks']} until run "
+                f"{info['pinned']['run_id']} passes its retrieval check"
+            )
     else:
         typer.echo("active      none (run `corpusflow ingest`)")
     for t in info["tables"]:

@@ -324,6 +324,12 @@ class RefreshEngine:
         self.report = report
         self.check = _load_check(settings)
         self.stack.enter_context(collection_lease(settings.storage))
+        recovered = store.recover_pin()
+        if recovered is not None:
+            self.log(
+                f"run {recovered.get('run_id')} ended before its retrieval check; readers never "
+                "saw its writes, and its tables were restored to the versions they saw"
+            )
         progress = self.stack.enter_context(Progress(settings.run.progress))
         self.job = Job(src, settings, store, spec, fps, progress)
         with self.timer.time("plan"):
@@ -334,6 +340,7 @@ class RefreshEngine:
         report.retried = plan.count("retry")
         report.rechunked = plan.count("rechunk")
         report.unchanged = plan.unchanged
+        report.forgotten = len(plan.forgotten)
         self.log(
             f"plan: {plan.listed} listed, {len(plan.work)} to process, "
             f"{plan.unchanged} unchanged, {len(plan.deleted)} deleted"
@@ -570,10 +577,21 @@ class RefreshEngine:
             ("parents", active["parent_table"]),
             ("ledger", store.ledger_name(spec.table_suffix)),
         ):
-            version = int(store.db.open_table(name).version) if store.exists(name) else None
-            self.pre_versions[kind] = (name, version)
+            self.pre_versions[kind] = (name, store.version_of(name))
         if check.margin is not None:
             store.tag_version(spec.table_suffix, f"pre-{self.kind}-{report.run_id}")
+            # Readers stay on these versions until the check has passed: the run's batches,
+            # and a result the check refuses, are never what a search reads.
+            ledger_table, ledger_version = self.pre_versions["ledger"]
+            store.pin(
+                {
+                    "chunks": self.pre_versions["chunks"][1],
+                    "parents": self.pre_versions["parents"][1],
+                    "ledger": ledger_version,
+                    "ledger_table": ledger_table,
+                    "run_id": report.run_id,
+                }
+            )
         start = time.perf_counter()
         with self.timer.time("retrieval_check"):
             self.check_before = check.run(store, target, active["parent_table"], self.job.embedder)
@@ -596,12 +614,12 @@ class RefreshEngine:
         result["seconds"] = {"before": round(self.check_before_s, 3), "after": round(after_s, 3)}
         versions: dict[str, dict[str, int | None]] = {}
         for kind, (name, version) in self.pre_versions.items():
-            versions[kind] = {"before": version, "after": _version_of(store, name)}
+            versions[kind] = {"before": version, "after": store.version_of(name)}
         result["versions"] = versions
         if result["refused"]:
             with self.timer.time("undo"):
                 for kind, (name, version) in self.pre_versions.items():
-                    versions[kind]["restored"] = _restore(store, name, version)
+                    versions[kind]["restored"] = store.restore_version(name, version)
             result["undone"] = True
             chunk_v = versions["chunks"]
             result["summary"] += (
@@ -609,6 +627,8 @@ class RefreshEngine:
                 f"(as version {chunk_v['restored']}), parents and ledger too"
             )
             report.chunk_table_version = chunk_v["restored"]
+        if check.margin is not None:
+            store.unpin()  # passed: readers move to the new version; undone: to the restored one
         report.check = result
         self.log(result["summary"])
         return bool(result["undone"])
@@ -657,23 +677,6 @@ def _load_check(settings: Settings) -> RetrievalCheck | None:
         return RetrievalCheck.load(cfg.questions, cfg.margin, cfg.mode, cfg.k)
     except (OSError, ValueError) as exc:
         raise ConfigurationError(f"check.questions: {exc}") from exc
-
-
-def _version_of(store: Store, name: str) -> int | None:
-    return int(store.db.open_table(name).version) if store.exists(name) else None
-
-
-def _restore(store: Store, name: str, version: int | None) -> int | None:
-    """Make ``name``'s content that of ``version`` again (Lance restore: a new version
-    equal to the old one); a table the run created is emptied. The new version."""
-    if not store.exists(name):
-        return None
-    table = store.db.open_table(name)
-    if version is None:
-        table.delete("true")
-    elif int(table.version) != version:
-        table.restore(version)
-    return int(table.version)
 
 
 def _as_document_error(exc: BaseException, category: Category) -> DocumentError:

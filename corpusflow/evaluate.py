@@ -214,11 +214,19 @@ class RetrievalCheck:
     ) -> RetrievalCheck:
         return cls(load_questions(path), margin, mode, k, str(path))
 
-    def run(self, store: Any, chunk_table: str, parent_table: str, embedder: Any) -> dict[str, Any]:
-        """``evaluate`` the question set on one chunk table (as it is now)."""
+    def run(
+        self,
+        store: Any,
+        chunk_table: str,
+        parent_table: str,
+        embedder: Any,
+        pinned: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """``evaluate`` the question set on one chunk table (as it is now, or at the
+        ``pinned`` versions)."""
         from corpusflow.api import Filters, Searcher
 
-        searcher = Searcher(store, chunk_table, parent_table, embedder)
+        searcher = Searcher(store, chunk_table, parent_table, embedder, pinned)
         every = Filters(all_groups=True)
         return evaluate(
             self.questions,

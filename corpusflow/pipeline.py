@@ -473,6 +473,7 @@ class RunReport:
     rechunked: int = 0
     unchanged: int = 0
     deleted: int = 0
+    forgotten: int = 0  # erased documents still in the source, skipped (``corpusflow forget``)
     failed: int = 0
     partial: int = 0  # indexed with content missing (ledger error_category "partial")
     reused: int = 0  # chunks taken from the active table (same bytes, same chunker)

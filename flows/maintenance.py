@@ -19,6 +19,10 @@ def maintain_flow(settings_json: str) -> dict[str, Any]:
     store = Store.from_settings(settings.storage)
     with collection_lease(settings.storage):
         report: dict[str, Any] = {}
+        # Cleanup may remove old versions: first undo a dead checked refresh's pinned,
+        # unchecked writes, so no reader is left pinned to a removed version.
+        if (pin := store.recover_pin()) is not None:
+            report["recovered_pin"] = pin
         active = store.active()
         if active is not None:
             report["indexes"] = ensure_indexes(store, active["chunk_table"], settings.storage)
@@ -32,6 +36,7 @@ def rollback(settings: Settings) -> dict[str, Any]:
     """Make the previous table active again (and the current one the rollback target)."""
     store = Store.from_settings(settings.storage)
     with collection_lease(settings.storage):
+        store.recover_pin()
         return store.rollback()
 
 

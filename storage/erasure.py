@@ -361,6 +361,9 @@ def forget(
     paths under ``source`` too) from every table of the collection. Raises LookupError
     when none of them is known."""
     with collection_lease(settings.storage):
+        # A dead checked refresh's pinned, unchecked writes are undone first: erasure
+        # prunes old versions, which would remove the versions readers are pinned to.
+        store.recover_pin()
         return _forget(store, paths, settings, source)
 
 

@@ -60,6 +60,9 @@ POINTER_SCHEMA = pa.schema(
         pa.field("previous_chunk_table", pa.string()),  # the rollback target
         pa.field("previous_parent_table", pa.string()),
         pa.field("previous_model_json", pa.string()),
+        # Set while a checked refresh runs: the versions readers stay on until its
+        # retrieval check passes (JSON {"chunks", "parents", "ledger", "run_id"}).
+        pa.field("pinned_json", pa.string()),
         pa.field("updated_at", pa.timestamp("us", tz="UTC")),
     ]
 )

@@ -67,6 +67,15 @@ def _batches(values: Sequence[str], size: int = _IN_BATCH) -> Iterable[Sequence[
         yield values[start : start + size]
 
 
+def read_table(table: Any, columns: Sequence[str], where: str | None = None) -> pa.Table:
+    """Selected columns of every (matching) row of an open table (at its checked-out
+    version), as Arrow."""
+    query = table.search().select(list(columns))
+    if where:
+        query = query.where(where)
+    return query.limit(max(int(table.count_rows()), 1)).to_arrow().select(list(columns))
+
+
 class Store:
     """The Lance tables of one collection in one LanceDB database."""
 
@@ -121,11 +130,7 @@ class Store:
 
     def read_columns(self, name: str, columns: Sequence[str], where: str | None = None) -> pa.Table:
         """Selected columns of every (matching) row of a table, as Arrow."""
-        table = self.db.open_table(name)
-        query = table.search().select(list(columns))
-        if where:
-            query = query.where(where)
-        return query.limit(max(int(table.count_rows()), 1)).to_arrow().select(list(columns))
+        return read_table(self.db.open_table(name), columns, where)
 
     def rows_of_documents(
         self, name: str, doc_ids: Sequence[str], columns: Sequence[str]
@@ -368,7 +373,72 @@ class Store:
         if not self.exists(name):
             return None
         rows = self.db.open_table(name).to_arrow().to_pylist()
-        return rows[0] if rows else None
+        if not rows:
+            return None
+        return {f.name: rows[0].get(f.name) for f in POINTER_SCHEMA}  # older pointers: nulls
+
+    def pinned(self) -> dict[str, Any] | None:
+        """The table versions readers are held on while a checked refresh runs, or None."""
+        current = self.active()
+        return json.loads(current["pinned_json"]) if current and current["pinned_json"] else None
+
+    def pin(self, versions: Mapping[str, Any]) -> None:
+        """Hold readers on these versions of the active chunk and parent tables (one
+        pointer commit) until ``unpin``: a checked refresh writes in place, and readers
+        see its result only once its retrieval check has passed."""
+        self._rewrite_pointer(json.dumps(dict(versions), sort_keys=True))
+
+    def unpin(self) -> None:
+        if self.pinned() is not None:
+            self._rewrite_pointer(None)
+
+    def recover_pin(self) -> dict[str, Any] | None:
+        """A pin left by a checked refresh that died before its check (whoever holds the
+        write lease may call this): its writes were never shown to readers, so the chunk,
+        parent and ledger tables go back to the pinned versions and the pin is cleared.
+        Returns the pin that was recovered, or None."""
+        pin = self.pinned()
+        current = self.active()
+        if pin is None or current is None:
+            return None
+        for name, version in (
+            (current["chunk_table"], pin.get("chunks")),
+            (current["parent_table"], pin.get("parents")),
+            (pin.get("ledger_table"), pin.get("ledger")),
+        ):
+            if name and version is not None:
+                self.restore_version(name, int(version))
+        self.unpin()
+        return pin
+
+    def version_of(self, name: str) -> int | None:
+        return int(self.db.open_table(name).version) if self.exists(name) else None
+
+    def restore_version(self, name: str, version: int | None) -> int | None:
+        """Make ``name``'s content that of ``version`` again (Lance restore: a new version
+        equal to the old one); ``None`` (a table created since) empties it. The new version."""
+        if not self.exists(name):
+            return None
+        table = self.db.open_table(name)
+        if version is None:
+            table.delete("true")
+        elif int(table.version) != version:
+            table.restore(version)
+        return int(table.version)
+
+    def _rewrite_pointer(self, pinned_json: str | None) -> None:
+        current = self.active()
+        if current is None:
+            raise LookupError(f"collection {self.collection!r} has no active table")
+        self._write_pointer(
+            current["chunk_table"],
+            current["parent_table"],
+            current["model_json"],
+            current["previous_chunk_table"],
+            current["previous_parent_table"],
+            current["previous_model_json"],
+            pinned_json,
+        )
 
     def set_active(self, suffix: str, model: Mapping[str, Any]) -> None:
         """Point readers at the chunk table of ``suffix`` in one atomic commit.
@@ -422,6 +492,7 @@ class Store:
                 None,
                 None,
                 None,
+                current["pinned_json"],
             )
 
     def _write_pointer(
@@ -432,6 +503,7 @@ class Store:
         prev_chunk: str | None,
         prev_parent: str | None,
         prev_model: str | None,
+        pinned_json: str | None = None,
     ) -> None:
         row = {
             "collection": self.collection,
@@ -442,6 +514,7 @@ class Store:
             "previous_chunk_table": prev_chunk,
             "previous_parent_table": prev_parent,
             "previous_model_json": prev_model,
+            "pinned_json": pinned_json,
             "updated_at": now(),
         }
         data = pa.Table.from_pylist([row], schema=POINTER_SCHEMA)

@@ -141,7 +141,7 @@ def test_forget_leaves_no_trace(samples_dir: Path, tmp_path: Path, caplog: Any) 
     # The next refresh leaves the file out while it is still there, and says so.
     caplog.set_level(logging.WARNING, logger="corpusflow.plan")
     third = _refresh(src, settings)
-    assert (third.new, third.changed, third.failed) == (0, 0, 0)
+    assert (third.new, third.changed, third.failed, third.forgotten) == (0, 0, 0, 1)
     assert any(SECRET in r.getMessage() and "--undo" in r.getMessage() for r in caplog.records)
     assert _files_with(db, needles) == []
 
