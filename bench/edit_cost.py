@@ -86,9 +86,7 @@ def chunk_ids(db: Path) -> set[str]:
     store = Store(str(db))
     active = store.active()
     assert active is not None
-    return set(
-        store.read_columns(active["chunk_table"], ["chunk_id"]).column("chunk_id").to_pylist()
-    )
+    return set(store.read_columns(active.chunk_table, ["chunk_id"]).column("chunk_id").to_pylist())
 
 
 def main() -> None:

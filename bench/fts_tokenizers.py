@@ -127,11 +127,11 @@ def main() -> None:
     active = store.active()
     assert active is not None
     chunks = store.read_columns(
-        active["chunk_table"], ["chunk_id", "parent_id", "path", "text", "embed_text"]
+        active.chunk_table, ["chunk_id", "parent_id", "path", "text", "embed_text"]
     ).to_pylist()
     parents = {
         r["parent_id"]: r["text"]
-        for r in store.read_columns(active["parent_table"], ["parent_id", "text"]).to_pylist()
+        for r in store.read_columns(active.parent_table, ["parent_id", "text"]).to_pylist()
     }
     for r in chunks:
         r["parent_text"] = parents.get(r["parent_id"], "")

@@ -147,23 +147,22 @@ def measure_step(step: str, work: Path) -> dict[str, Any]:
 def seed_ledger(work: Path) -> None:
     """Write a ledger row for every listed file, as a finished refresh would have."""
     _, source, store, fps = _setup(work)
-    batch: list[dict[str, Any]] = []
+    from storage.records import LedgerRow
+
+    batch: list[LedgerRow] = []
     for f in source.list():
         batch.append(
-            {
-                "doc_id": f.doc_id,
-                "path": f.rel_path,
-                "content_sha256": source.content_hash(f),
-                "size": f.size,
-                "mtime": f.mtime,
-                "status": "indexed",
-                "parser_fingerprint": fps.parser,
-                "chunker_fingerprint": fps.chunker,
-                "model_fingerprint": fps.model,
-                "chunk_count": 1,
-                "attempts": 0,
-                "metadata_json": "{}",
-            }
+            LedgerRow(
+                doc_id=f.doc_id,
+                path=f.rel_path,
+                content_sha256=source.content_hash(f),
+                size=f.size,
+                mtime=f.mtime,
+                parser_fingerprint=fps.parser,
+                chunker_fingerprint=fps.chunker,
+                model_fingerprint=fps.model,
+                chunk_count=1,
+            )
         )
         if len(batch) >= 25_000:
             store.upsert_ledger(fps.table_suffix, batch)

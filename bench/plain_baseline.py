@@ -240,7 +240,7 @@ def raw_encode(model: Any, db: Path, batch_size: int) -> dict:
     active = store.active()
     if not active:
         return {"chunks": 0}
-    texts = store.read_columns(active["chunk_table"], ["embed_text"]).column(0).to_pylist()
+    texts = store.read_columns(active.chunk_table, ["embed_text"]).column(0).to_pylist()
     texts = [t or "" for t in texts]
     if not texts:
         return {"chunks": 0}

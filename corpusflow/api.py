@@ -32,6 +32,7 @@ from corpusflow.settings import Settings
 from embedding import Embedder, ModelSpec
 from embedding.query_encoder import load_query_embedder
 from storage import Store
+from storage.records import DocStatus, Pointer
 from storage.store import read_table, sql_in
 
 _log = logging.getLogger("corpusflow.access")
@@ -95,14 +96,14 @@ class Filters:
         return all(meta.get(k) == v for k, v in self.metadata.items())
 
 
-def active_spec(store: Store) -> tuple[dict[str, Any], ModelSpec]:
+def active_spec(store: Store) -> tuple[Pointer, ModelSpec]:
     active = store.active()
     if active is None:
         raise ConfigurationError(
             f"collection {store.collection!r} in {store.uri} has no active table; "
             "run `corpusflow ingest` first"
         )
-    return active, spec_from_json(active["model_json"])
+    return active, spec_from_json(active.model_json)
 
 
 def spec_from_json(model_json: str) -> ModelSpec:
@@ -152,8 +153,8 @@ class Searcher:
         active, spec = active_spec(store)
         return cls(
             store,
-            active["chunk_table"],
-            active["parent_table"],
+            active.chunk_table,
+            active.parent_table,
             load_query_embedder(settings.embed, spec),
             store.pinned(),
         )
@@ -322,10 +323,10 @@ def search(
 def status(settings: Settings) -> dict[str, Any]:
     store = Store.from_settings(settings.storage)
     active = store.active()
-    ledger = store.ledger(store.suffix_of(active["chunk_table"])) if active else {}
+    ledger = store.ledger(store.suffix_of(active.chunk_table)) if active else {}
     by_status: dict[str, int] = {}
     for row in ledger.values():
-        by_status[row["status"]] = by_status.get(row["status"], 0) + 1
+        by_status[row.status] = by_status.get(row.status, 0) + 1
     out: dict[str, Any] = {
         "db": settings.storage.db,
         "collection": settings.storage.collection,
@@ -339,11 +340,11 @@ def status(settings: Settings) -> dict[str, Any]:
         "last_run": None,
     }
     if active is not None:
-        table = store.db.open_table(active["chunk_table"])
-        model = json.loads(active["model_json"])
+        table = store.db.open_table(active.chunk_table)
+        model = active.model
         out.update(
-            active_table=active["chunk_table"],
-            previous_table=active["previous_chunk_table"],
+            active_table=active.chunk_table,
+            previous_table=active.previous_chunk_table,
             model={k: model.get(k) for k in ("model_id", "fingerprint", "dim", "max_length")},
             table_version=int(table.version),
             rows=int(table.count_rows()),
@@ -352,12 +353,12 @@ def status(settings: Settings) -> dict[str, Any]:
     out["tables"] = store.model_tables()
     run = store.last_run()
     if run is not None:
-        report = json.loads(run["report_json"])
+        report = run.report
         out["last_run"] = {
-            "run_id": run["run_id"],
-            "kind": run["kind"],
-            "finished_at": run["finished_at"].isoformat(),
-            "status": run["status"],
+            "run_id": run.run_id,
+            "kind": run.kind,
+            "finished_at": run.finished_at.isoformat() if run.finished_at else None,
+            "status": run.status,
             **{
                 k: report.get(k)
                 for k in (
@@ -373,13 +374,13 @@ def status(settings: Settings) -> dict[str, Any]:
         }
     failed = [
         {
-            "path": r["path"],
-            "status": r["status"],
-            "category": r["error_category"],
-            "message": r["error_message"],
+            "path": r.path,
+            "status": str(r.status),
+            "category": r.error_category,
+            "message": r.error_message,
         }
         for r in ledger.values()
-        if r["status"] in ("failed", "quarantined")
+        if r.status in (DocStatus.FAILED, DocStatus.QUARANTINED)
     ]
     out["failed_documents"] = sorted(failed, key=lambda r: r["path"])
     return out

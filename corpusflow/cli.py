@@ -288,8 +288,8 @@ def rollback(db: DbOpt = None, config: ConfigOpt = None, collection: CollectionO
         pointer = do_rollback(settings)
     except (LookupError, CorpusflowError) as exc:
         _fail_on(exc)
-    typer.echo(f"active table is now {pointer['chunk_table']}")
-    typer.echo(f"rollback target is {pointer['previous_chunk_table']}")
+    typer.echo(f"active table is now {pointer.chunk_table}")
+    typer.echo(f"rollback target is {pointer.previous_chunk_table}")
 
 
 @app.command()
@@ -529,6 +529,7 @@ def chunks(
     from parsers import ParserPool
     from sources import LocalSource, SourceFile
     from storage import Store
+    from storage.records import PlanReason
 
     if not file.is_file():
         _fail(f"no such file: {file}")
@@ -538,7 +539,8 @@ def chunks(
         with ParserPool(settings.parse) as pool:
             parsed = pool.parse(file)
         st = file.stat()
-        item = WorkItem(SourceFile(file.name, st.st_size, st.st_mtime, str(file)), "", "new")
+        file_ = SourceFile(file.name, st.st_size, st.st_mtime, str(file))
+        item = WorkItem(file_, "", PlanReason.NEW)
         item.sha256 = LocalSource.content_hash(item.file)
         ctx = make_contextualizer(settings, Store.from_settings(settings.storage))
         tokenizer = load_embedder(settings.embed, spec).tokenizer()

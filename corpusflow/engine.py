@@ -63,9 +63,10 @@ from corpusflow.settings import Settings
 from embedding import Embedder, ModelSpec, load_embedder
 from sources import Source, open_source
 from storage import Store, collection_lease
+from storage.records import PlanReason, Pointer, RunRecord
 
 # (store, active pointer row, candidate chunk table, candidate's embedder) -> (switch?, summary)
-Gate = Callable[[Store, dict[str, Any], str, Embedder], tuple[bool, str]]
+Gate = Callable[[Store, Pointer, str, Embedder], tuple[bool, str]]
 Outcome = Processed | BaseException
 TIDY_EVERY_COMMITS = 64
 Done = Callable[[WorkItem, Outcome], None]
@@ -335,10 +336,10 @@ class RefreshEngine:
         with self.timer.time("plan"):
             plan = plan_changes(src, store, settings, fps, self.force_delete, self.only_failed)
         self.plan = plan
-        report.new = plan.count("new")
-        report.changed = plan.count("changed")
-        report.retried = plan.count("retry")
-        report.rechunked = plan.count("rechunk")
+        report.new = plan.count(PlanReason.NEW)
+        report.changed = plan.count(PlanReason.CHANGED)
+        report.retried = plan.count(PlanReason.RETRY)
+        report.rechunked = plan.count(PlanReason.RECHUNK)
         report.unchanged = plan.unchanged
         report.forgotten = len(plan.forgotten)
         self.log(
@@ -382,17 +383,17 @@ class RefreshEngine:
         report.elapsed_s = time.time() - self.started
         report.stage_s = {k: round(v, 3) for k, v in timer.totals.items()}
         store.record_run(
-            {
-                "run_id": report.run_id,
-                "collection": report.collection,
-                "kind": self.kind,
-                "started_at": datetime.fromtimestamp(self.started, UTC),
-                "finished_at": datetime.now(UTC),
-                "status": "failed" if undone else "completed",
-                "report_json": json.dumps(report.to_dict()),
-                "chunk_table": report.chunk_table,
-                "chunk_table_version": report.chunk_table_version,
-            }
+            RunRecord(
+                run_id=report.run_id,
+                collection=report.collection,
+                kind=self.kind,
+                started_at=datetime.fromtimestamp(self.started, UTC),
+                finished_at=datetime.now(UTC),
+                status="failed" if undone else "completed",
+                report_json=json.dumps(report.to_dict()),
+                chunk_table=report.chunk_table,
+                chunk_table_version=report.chunk_table_version,
+            )
         )
         if undone:
             raise RetrievalCheckFailed(
@@ -511,7 +512,7 @@ class RefreshEngine:
             return
         from storage.maintenance import ensure_indexes
 
-        switching = active is None or (self.activate and active["chunk_table"] != target)
+        switching = active is None or (self.activate and active.chunk_table != target)
         indexed = False
         if switching:
             problems = store.validate(spec.table_suffix, spec.dim)
@@ -535,9 +536,9 @@ class RefreshEngine:
             if allowed:
                 store.set_active(spec.table_suffix, spec.to_dict())
                 report.activated = True
-        elif active is not None and active["chunk_table"] != target:
+        elif active is not None and active.chunk_table != target:
             self.log(
-                f"built {target} beside the active {active['chunk_table']}; "
+                f"built {target} beside the active {active.chunk_table}; "
                 "`corpusflow reindex` validates and switches"
             )
         if (report.chunks_written or report.deleted) and not indexed:
@@ -563,7 +564,7 @@ class RefreshEngine:
         if active is None:
             report.check = {"summary": "retrieval check: skipped, no active table yet"}
             return
-        if active["chunk_table"] != target:
+        if active.chunk_table != target:
             if not self.activate:
                 report.check = {
                     "summary": f"retrieval check: skipped, {target} is built beside the active "
@@ -574,7 +575,7 @@ class RefreshEngine:
             return  # nothing will change the table
         for kind, name in (
             ("chunks", target),
-            ("parents", active["parent_table"]),
+            ("parents", active.parent_table),
             ("ledger", store.ledger_name(spec.table_suffix)),
         ):
             self.pre_versions[kind] = (name, store.version_of(name))
@@ -594,7 +595,7 @@ class RefreshEngine:
             )
         start = time.perf_counter()
         with self.timer.time("retrieval_check"):
-            self.check_before = check.run(store, target, active["parent_table"], self.job.embedder)
+            self.check_before = check.run(store, target, active.parent_table, self.job.embedder)
         self.check_before_s = time.perf_counter() - start
 
     def _check_after(self) -> bool:
@@ -633,7 +634,7 @@ class RefreshEngine:
         self.log(result["summary"])
         return bool(result["undone"])
 
-    def _check_beside(self, active: dict[str, Any], target: str) -> bool:
+    def _check_beside(self, active: Pointer, target: str) -> bool:
         """A table built beside the active one (reindex): the question set on the active
         table (with its own model) and on the candidate; whether it may be switched in."""
         from corpusflow.api import spec_from_json
@@ -642,8 +643,8 @@ class RefreshEngine:
         assert check is not None
         start = time.perf_counter()
         with self.timer.time("retrieval_check"):
-            old_embedder = load_embedder(self.settings.embed, spec_from_json(active["model_json"]))
-            before = check.run(store, active["chunk_table"], active["parent_table"], old_embedder)
+            old_embedder = load_embedder(self.settings.embed, spec_from_json(active.model_json))
+            before = check.run(store, active.chunk_table, active.parent_table, old_embedder)
             mid = time.perf_counter()
             after = check.run(
                 store, target, store.parent_table_name(store.suffix_of(target)), self.job.embedder

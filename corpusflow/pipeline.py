@@ -29,6 +29,7 @@ from parsers import ParsedDocument, parser_fingerprint
 from parsers.models import ParseWarning
 from sources import Source, open_source
 from storage import Store
+from storage.records import DocStatus, LedgerRow
 from storage.schema import embed_key
 
 
@@ -75,7 +76,7 @@ def choose_model(settings: Settings, store: Store) -> ModelSpec:
     if embed.model is None:
         active = store.active()
         if active is not None:
-            prior = json.loads(active["model_json"])
+            prior = json.loads(active.model_json)
             embed = embed.model_copy(
                 update={
                     "model": prior["name"],
@@ -128,10 +129,10 @@ def reuse_active_chunks(
     table turns out not to hold whole comes back as a WorkItem, to be processed).
     """
     active = store.active()
-    if active is None or active["chunk_table"] == store.chunk_table_name(fps.table_suffix):
+    if active is None or active.chunk_table == store.chunk_table_name(fps.table_suffix):
         return list(work), iter(())
     ledger = store.ledger_rows(
-        store.suffix_of(active["chunk_table"]), [item.file.doc_id for item in work]
+        store.suffix_of(active.chunk_table), [item.file.doc_id for item in work]
     )
     reusable: list[WorkItem] = []
     rest: list[WorkItem] = []
@@ -139,15 +140,15 @@ def reuse_active_chunks(
         row = ledger.get(item.file.doc_id)
         if (
             row is None
-            or row["status"] != "indexed"
-            or row["chunker_fingerprint"] != fps.chunker
-            or not row["content_sha256"]
+            or row.status != DocStatus.INDEXED
+            or row.chunker_fingerprint != fps.chunker
+            or not row.content_sha256
         ):
             rest.append(item)
         elif item.sha256:  # hashed while planning: the hash decides
-            (reusable if item.sha256 == row["content_sha256"] else rest).append(item)
+            (reusable if item.sha256 == row.content_sha256 else rest).append(item)
         elif settings.source.hash_shortcut and item.file.hint_matches(
-            row["size"], row["mtime"], row["etag"]
+            row.size, row.mtime, row.etag
         ):
             reusable.append(item)
         else:
@@ -158,32 +159,32 @@ def reuse_active_chunks(
             part = reusable[start : start + group]
             ids = [item.file.doc_id for item in part]
             chunks: dict[str, list[Chunk]] = {d: [] for d in ids}
-            for r in store.rows_of_documents(active["chunk_table"], ids, _CHUNK_FIELDS):
+            for r in store.rows_of_documents(active.chunk_table, ids, _CHUNK_FIELDS):
                 chunks[r["doc_id"]].append(Chunk(**_tuple_lists(r)))
             parents: dict[str, list[Parent]] = {d: [] for d in ids}
-            if active["parent_table"] and store.exists(active["parent_table"]):
-                for r in store.rows_of_documents(active["parent_table"], ids, _PARENT_FIELDS):
+            if active.parent_table and store.exists(active.parent_table):
+                for r in store.rows_of_documents(active.parent_table, ids, _PARENT_FIELDS):
                     parents[r["doc_id"]].append(Parent(**_tuple_lists(r)))
             for item in part:
                 row = ledger[item.file.doc_id]
                 children = sorted(chunks[item.file.doc_id], key=lambda c: c.position)
-                if len(children) != row["chunk_count"]:
+                if len(children) != row.chunk_count:
                     yield item  # the active table disagrees with its ledger: rebuild it
                     continue
-                item.sha256 = row["content_sha256"]
-                partial = row["error_category"] == "partial"
+                item.sha256 = row.content_sha256 or ""
+                partial = row.error_category == "partial"
                 parsed = ParsedDocument(
                     markdown="",
                     docling_json="",
-                    title=row["title"] or "",
-                    format=row["format"] or "",
-                    page_count=row["page_count"] or 0,
-                    parser=row["parser"] or "",
+                    title=row.title or "",
+                    format=row.format or "",
+                    page_count=row.page_count or 0,
+                    parser=row.parser or "",
                     status="partial" if partial else "success",
-                    warnings=(ParseWarning("ledger", row["error_message"]),)
-                    if partial and row["error_message"]
+                    warnings=(ParseWarning("ledger", row.error_message),)
+                    if partial and row.error_message
                     else (),
-                    metadata=json.loads(row["metadata_json"] or "{}"),
+                    metadata=row.metadata,
                 )
                 chunk_set = ChunkSet(tuple(children), tuple(parents[item.file.doc_id]))
                 yield Processed(item=item, parsed=parsed, chunks=chunk_set, from_cache=True)
@@ -280,15 +281,16 @@ def chunk_parsed(
 def ledger_row(
     item: WorkItem,
     fps: Fingerprints,
-    status: str,
+    status: DocStatus,
     parsed: ParsedDocument | None = None,
     chunk_count: int = 0,
     error: DocumentError | None = None,
-) -> dict[str, Any]:
+) -> LedgerRow:
     f = item.file
     category = error.category.value if error else None
     message = error.message if error else None
-    if status == "indexed" and parsed is not None and parsed.status == "partial":
+    indexed = status == DocStatus.INDEXED
+    if indexed and parsed is not None and parsed.status == "partial":
         # Indexed, but never as complete: the ledger says what is missing.
         category = "partial"
         missing = ", ".join(str(p) for p in parsed.missing_pages)
@@ -299,28 +301,28 @@ def ledger_row(
             )[:2000]
             or "the parser returned a partial result"
         )
-    return {
-        "doc_id": f.doc_id,
-        "path": f.rel_path,
+    return LedgerRow(
+        doc_id=f.doc_id,
+        path=f.rel_path,
         # The hash is the commit marker: written only with status indexed.
-        "content_sha256": item.sha256 if status == "indexed" else None,
-        "size": f.size,
-        "mtime": f.mtime,
-        "etag": f.etag,
-        "status": status,
-        "error_category": category,
-        "error_message": message,
-        "attempts": 0 if status == "indexed" else item.attempts + 1,
-        "format": parsed.format if parsed else None,
-        "title": parsed.title if parsed else None,
-        "page_count": parsed.page_count if parsed else None,
-        "parser": parsed.parser if parsed else None,
-        "parser_fingerprint": fps.parser if status == "indexed" else None,
-        "chunker_fingerprint": fps.chunker if status == "indexed" else None,
-        "model_fingerprint": fps.model if status == "indexed" else None,
-        "chunk_count": chunk_count,
-        "metadata_json": json.dumps(parsed.metadata if parsed else {}),
-    }
+        content_sha256=item.sha256 if indexed else None,
+        size=f.size,
+        mtime=f.mtime,
+        etag=f.etag,
+        status=status,
+        error_category=category,
+        error_message=message,
+        attempts=0 if indexed else item.attempts + 1,
+        format=parsed.format if parsed else None,
+        title=parsed.title if parsed else None,
+        page_count=parsed.page_count if parsed else None,
+        parser=parsed.parser if parsed else None,
+        parser_fingerprint=fps.parser if indexed else None,
+        chunker_fingerprint=fps.chunker if indexed else None,
+        model_fingerprint=fps.model if indexed else None,
+        chunk_count=chunk_count,
+        metadata_json=json.dumps(parsed.metadata if parsed else {}),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -424,7 +426,10 @@ def write_batch(
     # Only now that the chunks are committed does the ledger record the new hash.
     store.upsert_ledger(
         fps.table_suffix,
-        [ledger_row(p.item, fps, "indexed", p.parsed, len(p.chunks.children)) for p in batch],
+        [
+            ledger_row(p.item, fps, DocStatus.INDEXED, p.parsed, len(p.chunks.children))
+            for p in batch
+        ],
     )
     return BatchWritten(
         len(chunk_rows), version, counts.embedded, counts.cached, embed_s - load_s, load_s
@@ -445,21 +450,22 @@ def record_failures(
     rows = []
     for item, err in failures:
         quarantine = item.attempts + 1 >= quarantine_after
-        row = ledger_row(item, fps, "quarantined" if quarantine else "failed", error=err)
+        status = DocStatus.QUARANTINED if quarantine else DocStatus.FAILED
+        row = ledger_row(item, fps, status, error=err)
         if quarantine or err.terminal:
             # Remember which bytes failed so they are not retried until they change.
-            row["content_sha256"] = item.sha256 or None
+            row.content_sha256 = item.sha256 or None
         rows.append(row)
     store.upsert_ledger(fps.table_suffix, rows)
 
 
-def record_deletions(deleted: Sequence[dict[str, Any]], store: Store, suffix: str) -> None:
+def record_deletions(deleted: Sequence[LedgerRow], store: Store, suffix: str) -> None:
     if not deleted:
         return
-    store.delete_documents(suffix, [r["doc_id"] for r in deleted])
+    store.delete_documents(suffix, [r.doc_id for r in deleted])
     store.upsert_ledger(
         suffix,
-        [r | {"status": "deleted", "content_sha256": None, "chunk_count": 0} for r in deleted],
+        [replace(r, status=DocStatus.DELETED, content_sha256=None, chunk_count=0) for r in deleted],
     )
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -34,6 +34,7 @@ from corpusflow.errors import TERMINAL_CATEGORIES, ConfigurationError
 from corpusflow.settings import Settings
 from sources import Source, SourceFile
 from storage import Store
+from storage.records import DocStatus, LedgerRow, PlanReason
 
 if TYPE_CHECKING:
     from corpusflow.pipeline import Fingerprints
@@ -53,7 +54,6 @@ PLAN_COLUMNS = (
     "model_fingerprint",
 )
 LISTING_SLICE = 20_000
-FORGOTTEN = "forgotten"  # ledger status of an erased document (storage.erasure)
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ class DeletionGuardError(ConfigurationError):
 class WorkItem:
     file: SourceFile
     sha256: str
-    reason: str  # new | changed | retry | rechunk
+    reason: PlanReason
     attempts: int = 0
 
 
@@ -74,13 +74,13 @@ class WorkItem:
 class Plan:
     work: list[WorkItem] = field(default_factory=list)
     unchanged: int = 0
-    touched: list[dict[str, Any]] = field(default_factory=list)  # unchanged, stat refreshed
-    deleted: list[dict[str, Any]] = field(default_factory=list)
+    touched: list[LedgerRow] = field(default_factory=list)  # unchanged, stat refreshed
+    deleted: list[LedgerRow] = field(default_factory=list)
     listed: int = 0
     # Paths of forgotten documents still in the source: skipped, not re-added.
     forgotten: list[str] = field(default_factory=list)
 
-    def count(self, reason: str) -> int:
+    def count(self, reason: PlanReason) -> int:
         return sum(1 for w in self.work if w.reason == reason)
 
 
@@ -97,14 +97,16 @@ def plan_changes(
     index = _LedgerIndex(ledger)
     plan = Plan()
     tombstones = store.tombstones()
+    touched: dict[str, dict[str, Any]] = {}
     files = iter(source.list())
     for part in iter(lambda: list(itertools.islice(files, LISTING_SLICE)), []):
         plan.listed += len(part)
         for f, row in _needing_a_look(part, index, settings, fps, only_failed, plan):
-            if (row is None and f.doc_id in tombstones) or (row and row["status"] == FORGOTTEN):
+            forgotten = row is not None and row["status"] == DocStatus.FORGOTTEN
+            if forgotten or (row is None and f.doc_id in tombstones):
                 plan.forgotten.append(f.rel_path)
                 continue
-            _decide(f, row, source, settings, fps, only_failed, plan)
+            _decide(f, row, source, settings, fps, only_failed, plan, touched)
     if plan.forgotten:
         shown = ", ".join(plan.forgotten[:5]) + (" ..." if len(plan.forgotten) > 5 else "")
         log.warning(
@@ -113,16 +115,16 @@ def plan_changes(
             len(plan.forgotten),
             shown,
         )
-    if plan.touched:
-        full = store.ledger_rows(fps.table_suffix, [r["doc_id"] for r in plan.touched])
-        plan.touched = [full[r["doc_id"]] | r for r in plan.touched]
+    if touched:
+        full = store.ledger_rows(fps.table_suffix, list(touched))
+        plan.touched = [replace(full[d], **stat) for d, stat in touched.items()]
     if not only_failed and ledger.num_rows:
-        gone = pc.and_(pa.array(~index.seen), pc.not_equal(ledger["status"], "deleted"))
+        gone = pc.and_(pa.array(~index.seen), pc.not_equal(ledger["status"], DocStatus.DELETED))
         gone_ids = ledger.filter(gone)["doc_id"].to_pylist()
         # A forgotten file that vanished only lifts its tombstone: no index rows to lose.
-        erased = pc.and_(gone, pc.equal(ledger["status"], FORGOTTEN))
+        erased = pc.and_(gone, pc.equal(ledger["status"], DocStatus.FORGOTTEN))
         losing = len(gone_ids) - int(pc.sum(erased).as_py() or 0)
-        indexed = int(pc.sum(pc.equal(ledger["status"], "indexed")).as_py() or 0)
+        indexed = int(pc.sum(pc.equal(ledger["status"], DocStatus.INDEXED)).as_py() or 0)
         limit = max(1, int(settings.storage.max_delete_fraction * indexed))
         if losing > limit and not force_delete:
             raise DeletionGuardError(
@@ -212,7 +214,9 @@ def _settled(joined: pa.Table, settings: Settings, fps: Fingerprints) -> pa.Chun
     )
     return pc.and_(
         pc.and_(
-            pc.and_(pc.equal(joined["status"], "indexed"), pc.is_valid(joined["content_sha256"])),
+            pc.and_(
+                pc.equal(joined["status"], DocStatus.INDEXED), pc.is_valid(joined["content_sha256"])
+            ),
             exact,
         ),
         pc.and_(
@@ -233,14 +237,16 @@ def _decide(
     fps: Fingerprints,
     only_failed: bool,
     plan: Plan,
+    touched: dict[str, dict[str, Any]],
 ) -> None:
     """One file the fast path did not settle: new, changed, retried, re-chunked, touched
-    or unchanged after hashing."""
-    live = row is not None and row["status"] != "deleted"
-    if only_failed and not (live and row and row["status"] == "failed"):
+    (unchanged, its stat in ``touched`` to refresh the ledger row) or unchanged after
+    hashing."""
+    live = row is not None and row["status"] != DocStatus.DELETED
+    if only_failed and not (live and row and row["status"] == DocStatus.FAILED):
         return
     if not live or row is None:
-        plan.work.append(WorkItem(f, "", "new"))
+        plan.work.append(WorkItem(f, "", PlanReason.NEW))
         return
     etag = row["etag"]
     same_stat = f.hint_matches(row["size"], row["mtime"], etag)
@@ -251,24 +257,24 @@ def _decide(
             sha = source.content_hash(f)
         except OSError:
             sha = ""
-    if row["status"] in ("failed", "quarantined"):
+    if row["status"] in (DocStatus.FAILED, DocStatus.QUARANTINED):
         # A terminal failure or a quarantined file is skipped until its bytes change.
-        stuck = row["status"] == "quarantined" or row["error_category"] in TERMINAL_CATEGORIES
+        stuck = (
+            row["status"] == DocStatus.QUARANTINED or row["error_category"] in TERMINAL_CATEGORIES
+        )
         if stuck and row["content_sha256"] and sha == row["content_sha256"] and not only_failed:
             plan.unchanged += 1
         else:
-            plan.work.append(WorkItem(f, sha, "retry", attempts=row["attempts"] or 0))
+            plan.work.append(WorkItem(f, sha, PlanReason.RETRY, attempts=row["attempts"] or 0))
     elif not row["content_sha256"] or sha != row["content_sha256"]:
-        plan.work.append(WorkItem(f, sha, "changed"))
+        plan.work.append(WorkItem(f, sha, PlanReason.CHANGED))
     elif (row["parser_fingerprint"], row["chunker_fingerprint"], row["model_fingerprint"]) != (
         fps.parser,
         fps.chunker,
         fps.model,
     ):
-        plan.work.append(WorkItem(f, sha, "rechunk"))
+        plan.work.append(WorkItem(f, sha, PlanReason.RECHUNK))
     else:
         plan.unchanged += 1
         if (row["size"], row["mtime"], etag) != (f.size, f.mtime, f.etag):
-            plan.touched.append(
-                {"doc_id": f.doc_id, "size": f.size, "mtime": f.mtime, "etag": f.etag}
-            )
+            touched[f.doc_id] = {"size": f.size, "mtime": f.mtime, "etag": f.etag}

@@ -25,9 +25,10 @@ from corpusflow.errors import DocumentError
 from corpusflow.settings import Settings
 from sources import SourceFile, doc_id_for, open_source
 from storage import Store
+from storage.records import DocStatus, Pointer
 from storage.store import sql_in
 
-_LIVE = ("indexed", "failed", "quarantined")
+_LIVE = (DocStatus.INDEXED, DocStatus.FAILED, DocStatus.QUARANTINED)
 
 
 @dataclass
@@ -124,16 +125,16 @@ def _parsed_text(store: Store, src: Any, f: SourceFile, settings: Settings) -> b
 
 def _check_source(
     store: Store,
-    active: dict[str, Any],
+    active: Pointer,
     uri: str,
     settings: Settings,
     rehash: bool,
     report: VerifyReport,
 ) -> None:
     src = open_source(uri, settings.source)
-    ledger = store.ledger(store.suffix_of(active["chunk_table"]))
+    ledger = store.ledger(store.suffix_of(active.chunk_table))
     last = store.last_run()
-    seen_by_run = last["started_at"].timestamp() if last else 0.0
+    seen_by_run = last.started_at.timestamp() if last and last.started_at else 0.0
 
     def source_problem(f: SourceFile, message: str) -> None:
         # A file last modified before the last run started should have been handled by it.
@@ -147,39 +148,39 @@ def _check_source(
         report.checked_files += 1
         listed.add(f.doc_id)
         row = ledger.get(f.doc_id)
-        if row is not None and row["status"] == "forgotten":
+        if row is not None and row.status == DocStatus.FORGOTTEN:
             report.forgotten.append(
-                f"{f.rel_path}: forgotten ({row['error_message']}); excluded while the file "
+                f"{f.rel_path}: forgotten ({row.error_message}); excluded while the file "
                 "stays in the source (`corpusflow forget --undo` re-admits it)"
             )
             continue
-        if row is None or row["status"] not in _LIVE:
-            state = "missing" if row is None else row["status"]
+        if row is None or row.status not in _LIVE:
+            state = "missing" if row is None else row.status
             source_problem(f, f"in the source but {state} in the ledger")
             continue
-        if row["path"] != f.rel_path or doc_id_for(row["path"]) != f.doc_id:
-            report.violations.append(f"{f.rel_path}: ledger path {row['path']!r} does not match")
-        if row["status"] != "indexed":
-            if not row["error_category"]:
-                report.violations.append(f"{f.rel_path}: {row['status']} without a reason")
-            elif row["error_category"] == "empty" and _parsed_text(store, src, f, settings):
+        if row.path != f.rel_path or doc_id_for(row.path) != f.doc_id:
+            report.violations.append(f"{f.rel_path}: ledger path {row.path!r} does not match")
+        if row.status != DocStatus.INDEXED:
+            if not row.error_category:
+                report.violations.append(f"{f.rel_path}: {row.status} without a reason")
+            elif row.error_category == "empty" and _parsed_text(store, src, f, settings):
                 report.violations.append(
                     f"{f.rel_path}: failed as empty although its parse produced text"
                 )
             continue
-        same_stat = f.hint_matches(row["size"], row["mtime"], row.get("etag"))
+        same_stat = f.hint_matches(row.size, row.mtime, row.etag)
         if rehash or not same_stat:
             try:
                 current = src.content_hash(f)
             except OSError as exc:
                 report.violations.append(f"{f.rel_path}: unreadable ({exc})")
                 continue
-            if current != row["content_sha256"]:
+            if current != row.content_sha256:
                 source_problem(f, "the index holds other bytes than the source")
     for doc_id, row in ledger.items():
-        if row["status"] in _LIVE and doc_id not in listed:
+        if row.status in _LIVE and doc_id not in listed:
             report.pending.append(
-                f"{row['path']}: {row['status']} in the ledger but gone from the source "
+                f"{row.path}: {row.status} in the ledger but gone from the source "
                 "(the next refresh deletes it)"
             )
 

@@ -9,6 +9,7 @@ from prefect import flow, get_run_logger
 from corpusflow.settings import Settings
 from storage import Store, collection_lease
 from storage.maintenance import compact, ensure_indexes, evict_embeddings
+from storage.records import Pointer
 
 
 @flow(name="corpusflow-maintain", log_prints=False)
@@ -25,14 +26,14 @@ def maintain_flow(settings_json: str) -> dict[str, Any]:
             report["recovered_pin"] = pin
         active = store.active()
         if active is not None:
-            report["indexes"] = ensure_indexes(store, active["chunk_table"], settings.storage)
+            report["indexes"] = ensure_indexes(store, active.chunk_table, settings.storage)
         report["embeddings_evicted"] = evict_embeddings(store)
         report["tables"] = compact(store, settings.storage)
     get_run_logger().info("maintenance: %s", report)
     return report
 
 
-def rollback(settings: Settings) -> dict[str, Any]:
+def rollback(settings: Settings) -> Pointer:
     """Make the previous table active again (and the current one the rollback target)."""
     store = Store.from_settings(settings.storage)
     with collection_lease(settings.storage):
@@ -46,7 +47,7 @@ def retire(settings: Settings, table: str | None = None) -> list[str]:
     with collection_lease(settings.storage):
         if table is None:
             active = store.active()
-            if active is None or not active["previous_chunk_table"]:
+            if active is None or not active.previous_chunk_table:
                 raise LookupError("there is no previous table to retire")
-            table = active["previous_chunk_table"]
+            table = active.previous_chunk_table
         return store.drop_model_tables(table)

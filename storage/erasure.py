@@ -44,7 +44,7 @@ import secrets
 import uuid
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -54,6 +54,7 @@ import pyarrow as pa
 
 from corpusflow.settings import Settings
 from storage.lease import collection_lease
+from storage.records import DocStatus, LedgerRow
 from storage.schema import embed_key
 from storage.store import Store, _batches, sql_in
 
@@ -62,7 +63,6 @@ log = logging.getLogger(__name__)
 WINDOW = 32  # bytes per hashed window
 WINDOW_STEP = 128  # a window every this many bytes of a text
 WINDOWS_PER_TEXT = 16
-FORGOTTEN = "forgotten"  # ledger status of a tombstone
 
 
 @dataclass
@@ -420,24 +420,22 @@ def _forget(store: Store, paths: Sequence[str], settings: Settings, source: str 
     for name in kind("documents"):
         suffix = name.removeprefix(store.name("documents") + "__")
         current = store.ledger_rows(suffix, ids)
-        rows = [
-            {
-                "doc_id": d,
-                "path": docs[d],
-                "size": current.get(d, {}).get("size"),
-                "mtime": current.get(d, {}).get("mtime"),
-                "etag": current.get(d, {}).get("etag"),
-                "status": FORGOTTEN,
-                "error_category": FORGOTTEN,
-                "error_message": f"erased by `corpusflow forget` ({receipt.erasure_id}, {stamp})",
-                "attempts": 0,
-                "chunk_count": 0,
-            }
+        tombs = [
+            LedgerRow(
+                doc_id=d,
+                path=docs[d],
+                size=current[d].size if d in current else None,
+                mtime=current[d].mtime if d in current else None,
+                etag=current[d].etag if d in current else None,
+                status=DocStatus.FORGOTTEN,
+                error_category=DocStatus.FORGOTTEN,
+                error_message=f"erased by `corpusflow forget` ({receipt.erasure_id}, {stamp})",
+            )
             for d in ids
         ]
-        store.upsert_ledger(suffix, rows)
+        store.upsert_ledger(suffix, tombs)
         rewrite(store, name)  # the old row versions go with the old data files
-        receipt.tables[name] = {"rows_removed": 0, "tombstones": len(rows)}
+        receipt.tables[name] = {"rows_removed": 0, "tombstones": len(tombs)}
 
     # 3. Rewrite every table holding rows of the documents without them.
     removals: list[tuple[str, str, Sequence[str]]] = []
@@ -523,9 +521,9 @@ def undo(store: Store, paths: Sequence[str], settings: Settings) -> list[str]:
             store.upsert_ledger(
                 suffix,
                 [
-                    r | {"status": "deleted", "error_category": None, "error_message": None}
+                    replace(r, status=DocStatus.DELETED, error_category=None, error_message=None)
                     for r in rows.values()
-                    if r["status"] == FORGOTTEN
+                    if r.status == DocStatus.FORGOTTEN
                 ],
             )
         return lifted

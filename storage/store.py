@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from corpusflow.settings import StorageSettings
+from storage.records import DocStatus, LedgerRow, Pointer, RunRecord
 from storage.schema import (
     CONTEXT_CACHE_SCHEMA,
     ERASURES_SCHEMA,
@@ -158,13 +159,13 @@ class Store:
     def suffix_of(self, chunk_table: str) -> str:
         return chunk_table.removeprefix(self.name("chunks") + "__")
 
-    def ledger(self, suffix: str) -> dict[str, dict[str, Any]]:
+    def ledger(self, suffix: str) -> dict[str, LedgerRow]:
         """The document ledger of one model's chunk table (one ledger per index build)."""
         name = self.ledger_name(suffix)
         if not self.exists(name):
             return {}
         rows = self.db.open_table(name).to_arrow().to_pylist()
-        return {r["doc_id"]: r for r in rows}
+        return {r["doc_id"]: LedgerRow.from_row(r) for r in rows}
 
     def ledger_table(self, suffix: str, columns: Sequence[str]) -> pa.Table:
         """Selected ledger columns of every document, as Arrow (empty when no ledger yet).
@@ -182,21 +183,20 @@ class Store:
                 data = data.append_column(field, pa.nulls(data.num_rows, field.type))
         return data.select(list(columns)).cast(schema)
 
-    def ledger_rows(self, suffix: str, doc_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    def ledger_rows(self, suffix: str, doc_ids: Sequence[str]) -> dict[str, LedgerRow]:
         """Whole ledger rows of ``doc_ids`` (those present), by doc_id."""
         name = self.ledger_name(suffix)
         if not doc_ids or not self.exists(name):
             return {}
         names = self.db.open_table(name).schema.names
         rows = self.rows_of_documents(name, doc_ids, names)
-        return {r["doc_id"]: {f.name: r.get(f.name) for f in LEDGER_SCHEMA} for r in rows}
+        return {r["doc_id"]: LedgerRow.from_row(r) for r in rows}
 
-    def upsert_ledger(self, suffix: str, rows: Sequence[Mapping[str, Any]]) -> None:
+    def upsert_ledger(self, suffix: str, rows: Sequence[LedgerRow]) -> None:
         if not rows:
             return
-        full = [
-            {f.name: r.get(f.name) for f in LEDGER_SCHEMA} | {"updated_at": now()} for r in rows
-        ]
+        stamp = now()
+        full = [r.to_row() | {"updated_at": stamp} for r in rows]
         table = self._open_or_create(self.ledger_name(suffix), LEDGER_SCHEMA)
         missing = [f for f in LEDGER_SCHEMA if f.name not in table.schema.names]
         if missing:  # a ledger written before a column was added (e.g. etag): add it, null
@@ -368,19 +368,17 @@ class Store:
         return version
 
     # -- active pointer ----------------------------------------------------------
-    def active(self) -> dict[str, Any] | None:
+    def active(self) -> Pointer | None:
         name = self.name("pointer")
         if not self.exists(name):
             return None
         rows = self.db.open_table(name).to_arrow().to_pylist()
-        if not rows:
-            return None
-        return {f.name: rows[0].get(f.name) for f in POINTER_SCHEMA}  # older pointers: nulls
+        return Pointer.from_row(rows[0]) if rows else None
 
     def pinned(self) -> dict[str, Any] | None:
         """The table versions readers are held on while a checked refresh runs, or None."""
         current = self.active()
-        return json.loads(current["pinned_json"]) if current and current["pinned_json"] else None
+        return current.pinned if current else None
 
     def pin(self, versions: Mapping[str, Any]) -> None:
         """Hold readers on these versions of the active chunk and parent tables (one
@@ -402,8 +400,8 @@ class Store:
         if pin is None or current is None:
             return None
         for name, version in (
-            (current["chunk_table"], pin.get("chunks")),
-            (current["parent_table"], pin.get("parents")),
+            (current.chunk_table, pin.get("chunks")),
+            (current.parent_table, pin.get("parents")),
             (pin.get("ledger_table"), pin.get("ledger")),
         ):
             if name and version is not None:
@@ -431,12 +429,12 @@ class Store:
         if current is None:
             raise LookupError(f"collection {self.collection!r} has no active table")
         self._write_pointer(
-            current["chunk_table"],
-            current["parent_table"],
-            current["model_json"],
-            current["previous_chunk_table"],
-            current["previous_parent_table"],
-            current["previous_model_json"],
+            current.chunk_table,
+            current.parent_table,
+            current.model_json,
+            current.previous_chunk_table,
+            current.previous_parent_table,
+            current.previous_model_json,
             pinned_json,
         )
 
@@ -447,36 +445,36 @@ class Store:
         """
         current = self.active()
         chunk_table = self.chunk_table_name(suffix)
-        if current is not None and current["chunk_table"] == chunk_table:
+        previous: tuple[str | None, str | None, str | None] = (None, None, None)
+        if current is not None and current.chunk_table == chunk_table:
             previous = (
-                current["previous_chunk_table"],
-                current["previous_parent_table"],
-                current["previous_model_json"],
+                current.previous_chunk_table,
+                current.previous_parent_table,
+                current.previous_model_json,
             )
         elif current is not None:
-            previous = (current["chunk_table"], current["parent_table"], current["model_json"])
-        else:
-            previous = (None, None, None)
+            previous = (current.chunk_table, current.parent_table, current.model_json)
         self._write_pointer(
             chunk_table, self.parent_table_name(suffix), json.dumps(dict(model)), *previous
         )
 
-    def rollback(self) -> dict[str, Any]:
+    def rollback(self) -> Pointer:
         """Swap the active table with the previous one; returns the new pointer."""
         current = self.active()
-        if current is None or not current["previous_chunk_table"]:
+        if current is None or not current.previous_chunk_table:
             raise LookupError(
                 f"collection {self.collection!r} has no previous table to roll back to"
             )
-        if not self.exists(current["previous_chunk_table"]):
-            raise LookupError(f"previous table {current['previous_chunk_table']} no longer exists")
+        if not self.exists(current.previous_chunk_table):
+            raise LookupError(f"previous table {current.previous_chunk_table} no longer exists")
         self._write_pointer(
-            current["previous_chunk_table"],
-            current["previous_parent_table"],
-            current["previous_model_json"],
-            current["chunk_table"],
-            current["parent_table"],
-            current["model_json"],
+            current.previous_chunk_table,
+            current.previous_parent_table
+            or self.parent_table_name(self.suffix_of(current.previous_chunk_table)),
+            current.previous_model_json or "{}",
+            current.chunk_table,
+            current.parent_table,
+            current.model_json,
         )
         active = self.active()
         assert active is not None
@@ -486,13 +484,13 @@ class Store:
         current = self.active()
         if current is not None:
             self._write_pointer(
-                current["chunk_table"],
-                current["parent_table"],
-                current["model_json"],
+                current.chunk_table,
+                current.parent_table,
+                current.model_json,
                 None,
                 None,
                 None,
-                current["pinned_json"],
+                current.pinned_json,
             )
 
     def _write_pointer(
@@ -522,7 +520,10 @@ class Store:
 
     def model_tables(self) -> list[dict[str, Any]]:
         """Every chunk table of the collection with rows, version, tags and role."""
-        active = self.active() or {}
+        active = self.active()
+        roles = {}
+        if active is not None:
+            roles = {active.chunk_table: "active", active.previous_chunk_table: "previous"}
         out = []
         for name in sorted(self.table_names()):
             if not name.startswith(self.name("chunks") + "__"):
@@ -535,11 +536,7 @@ class Store:
                     "rows": int(table.count_rows()),
                     "version": int(table.version),
                     "tags": {t: int(v["version"]) for t, v in sorted(tags.items())},
-                    "role": "active"
-                    if name == active.get("chunk_table")
-                    else "previous"
-                    if name == active.get("previous_chunk_table")
-                    else "",
+                    "role": roles.get(name, ""),
                 }
             )
         return out
@@ -548,8 +545,8 @@ class Store:
         """Drop a model's chunk, parent and staging tables (never the active one)."""
         prefix = self.name("chunks") + "__"
         suffix = suffix_or_table.removeprefix(prefix)
-        active = self.active() or {}
-        if self.chunk_table_name(suffix) == active.get("chunk_table"):
+        active = self.active()
+        if active is not None and self.chunk_table_name(suffix) == active.chunk_table:
             raise ValueError("refusing to drop the active table; switch or roll back first")
         dropped = []
         for name in (
@@ -562,7 +559,7 @@ class Store:
             if self.exists(name):
                 self.db.drop_table(name)
                 dropped.append(name)
-        if self.chunk_table_name(suffix) == active.get("previous_chunk_table"):
+        if active is not None and self.chunk_table_name(suffix) == active.previous_chunk_table:
             self.forget_previous()
         return dropped
 
@@ -583,11 +580,11 @@ class Store:
         counts: dict[str, int] = {}
         for d in cols.column("doc_id").to_pylist():
             counts[d] = counts.get(d, 0) + 1
-        indexed = {d: r for d, r in self.ledger(suffix).items() if r["status"] == "indexed"}
-        expected = sum(int(r["chunk_count"] or 0) for r in indexed.values())
+        indexed = {d: r for d, r in self.ledger(suffix).items() if r.status == DocStatus.INDEXED}
+        expected = sum(r.chunk_count for r in indexed.values())
         if len(ids) != expected:
             problems.append(f"{len(ids)} rows but the ledger expects {expected}")
-        missing = [r["path"] for d, r in indexed.items() if counts.get(d, 0) != r["chunk_count"]]
+        missing = [r.path for d, r in indexed.items() if counts.get(d, 0) != r.chunk_count]
         if missing:
             problems.append(f"{len(missing)} documents with wrong chunk counts, e.g. {missing[:3]}")
         stray = set(counts) - set(indexed)
@@ -596,16 +593,16 @@ class Store:
         return problems
 
     # -- runs ------------------------------------------------------------------
-    def record_run(self, row: Mapping[str, Any]) -> None:
+    def record_run(self, run: RunRecord) -> None:
         table = self._open_or_create(self.name("runs"), RUNS_SCHEMA)
-        table.add(pa.Table.from_pylist([dict(row)], schema=RUNS_SCHEMA))
+        table.add(pa.Table.from_pylist([run.to_row()], schema=RUNS_SCHEMA))
 
-    def last_run(self) -> dict[str, Any] | None:
+    def last_run(self) -> RunRecord | None:
         name = self.name("runs")
         if not self.exists(name):
             return None
         rows = self.db.open_table(name).to_arrow().to_pylist()
-        return max(rows, key=lambda r: r["finished_at"]) if rows else None
+        return RunRecord.from_row(max(rows, key=lambda r: r["finished_at"])) if rows else None
 
     # -- erasures (storage.erasure) ---------------------------------------------------
     def tombstones(self) -> dict[str, str]:

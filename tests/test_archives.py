@@ -14,6 +14,7 @@ from embedding import resolve_model
 from flows.refresh import refresh_flow
 from sources import LocalSource
 from storage import Store
+from storage.records import LedgerRow
 from tests.helpers.invariants import assert_nothing_lost
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
@@ -32,7 +33,7 @@ def _zip(path: Path, members: dict[str, bytes]) -> None:
 
 def _ledger(db: Path) -> dict[str, dict[str, Any]]:
     store = Store(str(db))
-    return {r["path"]: r for r in store.ledger(SUFFIX).values()}
+    return {r.path: r.to_row() for r in store.ledger(SUFFIX).values()}
 
 
 def test_archive_members_are_documents(tmp_path: Path, samples_dir: Path) -> None:
@@ -126,9 +127,8 @@ def test_verify_flags_text_failed_as_empty(tmp_path: Path) -> None:
     store = Store(str(tmp_path / "db"))
     row = _ledger(tmp_path / "db")["only_heading.md"]
     # What the chunker did before it guaranteed a chunk: fail the document as empty.
-    store.upsert_ledger(
-        SUFFIX, [{**row, "status": "failed", "error_category": "empty", "chunk_count": 0}]
-    )
+    failed = {**row, "status": "failed", "error_category": "empty", "chunk_count": 0}
+    store.upsert_ledger(SUFFIX, [LedgerRow.from_row(failed)])
     violations = nothing_lost(settings, str(corpus)).violations
     assert any("only_heading.md" in v and "empty" in v for v in violations), violations
 

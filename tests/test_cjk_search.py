@@ -176,7 +176,7 @@ def test_bge_m3_code_path_carries_chinese(tiny_bgem3: Path, tmp_path: Path) -> N
     assert report["new"] == 3 and report["failed"] == 0
     store = Store.from_settings(settings.storage)
     rows = store.read_columns(
-        store.active()["chunk_table"],
+        store.active().chunk_table,
         ["chunk_id", "embed_text", "lang", "vector", "sparse_ids", "sparse_weights"],
     ).to_pylist()
     zh = [r for r in rows if r["lang"] == "zh"]

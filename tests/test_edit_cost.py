@@ -68,7 +68,7 @@ def _rows(store: Store) -> dict[str, dict[str, Any]]:
     active = store.active()
     assert active is not None
     cols = ["chunk_id", "heading_path", "text", "embed_key", "embed_text"]
-    return {r["chunk_id"]: r for r in store.read_columns(active["chunk_table"], cols).to_pylist()}
+    return {r["chunk_id"]: r for r in store.read_columns(active.chunk_table, cols).to_pylist()}
 
 
 def test_an_edit_re_embeds_only_its_section(
@@ -111,7 +111,7 @@ def test_an_edit_re_embeds_only_its_section(
     # The cache keeps the old text's vector until maintenance evicts unreferenced keys.
     active = store.active()
     assert active is not None
-    cache = store.embedding_cache(store.suffix_of(active["chunk_table"]), 0)
+    cache = store.embedding_cache(store.suffix_of(active.chunk_table), 0)
     assert cache.count() == len(before) + len(encoded)
     stale = {r["embed_key"] for r in before.values()} - {r["embed_key"] for r in after.values()}
     assert stale  # the old paragraph's text

@@ -57,9 +57,9 @@ def _tables(db: Path) -> tuple[dict[str, tuple[Any, ...]], dict[str, tuple[Any, 
     store = Store(str(db))
     active = store.active()
     assert active is not None
-    rows = store.read_columns(active["chunk_table"], ["chunk_id", "doc_id", "embed_text"])
+    rows = store.read_columns(active.chunk_table, ["chunk_id", "doc_id", "embed_text"])
     chunks = {r["chunk_id"]: (r["doc_id"], r["embed_text"]) for r in rows.to_pylist()}
-    suffix = store.suffix_of(active["chunk_table"])
+    suffix = store.suffix_of(active.chunk_table)
     ledger = store.ledger_table(suffix, ["doc_id", "status", "content_sha256", "chunk_count"])
     return chunks, {r["doc_id"]: tuple(r.values()) for r in ledger.to_pylist()}
 
@@ -109,7 +109,7 @@ def test_refresh_with_nothing_to_do_starts_no_flow(corpus: Path, tmp_path: Path)
     assert '"unchanged": 7' in second.stdout
     assert _flow_runs(home) == 1  # no flow run, no ephemeral API for a no-op
     runs = Store(str(db)).last_run()
-    assert runs is not None and runs["status"] == "completed"  # the run is still recorded
+    assert runs is not None and runs.status == "completed"  # the run is still recorded
     (corpus / "release_notes.md").write_text("# Release notes\n\nOne changed line.\n")
     third = subprocess.run(cmd, env=_cli_env(home), capture_output=True, text=True, timeout=600)
     assert third.returncode == 0, third.stderr

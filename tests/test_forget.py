@@ -87,14 +87,14 @@ def test_forget_leaves_no_trace(samples_dir: Path, tmp_path: Path, caplog: Any) 
     active = store.active()
     assert active is not None
     secret_id = doc_id_for(SECRET)
-    secret_rows = store.rows_of_documents(active["chunk_table"], [secret_id], ["embed_key"])
+    secret_rows = store.rows_of_documents(active.chunk_table, [secret_id], ["embed_key"])
     embed_keys = {r["embed_key"] for r in secret_rows}
     assert embed_keys
     needles = [CANARY.encode("utf-8"), CANARY.encode("utf-16-le")]
     # Control: Lance stores the strings as plain UTF-8, so the scan below is not vacuous.
     assert _files_with(db, needles), "the canary should be readable in the db before forget"
     # ... and verify's window scan finds the memo's chunk texts in Lance's files.
-    texts = store.rows_of_documents(active["chunk_table"], [secret_id], ["text"])
+    texts = store.rows_of_documents(active.chunk_table, [secret_id], ["text"])
     key = "ab" * 32
     pre, conf = window_hashes([r["text"] for r in texts], key)
     assert pre and scan_for_windows(db, key, pre, conf)[0]
@@ -131,9 +131,9 @@ def test_forget_leaves_no_trace(samples_dir: Path, tmp_path: Path, caplog: Any) 
             keys = set(store.read_columns(name, ["embed_key"]).column("embed_key").to_pylist())
             assert not keys & embed_keys
     # The ledger holds a tombstone.
-    ledger = store.ledger(store.suffix_of(active["chunk_table"]))
-    assert ledger[secret_id]["status"] == "forgotten"
-    assert ledger[secret_id]["title"] is None and not ledger[secret_id]["chunk_count"]
+    ledger = store.ledger(store.suffix_of(active.chunk_table))
+    assert ledger[secret_id].status == "forgotten"
+    assert ledger[secret_id].title is None and not ledger[secret_id].chunk_count
     erasures = store.erasures()
     assert [e["erasure_id"] for e in erasures] == [receipt["erasure_id"]]
     assert "VERMILION" not in json.dumps(erasures, default=str)
@@ -195,5 +195,5 @@ def test_verify_finds_planted_text_and_undo_readmits(samples_dir: Path, tmp_path
     store = Store.from_settings(settings.storage)
     active = store.active()
     assert active is not None
-    ledger = store.ledger(store.suffix_of(active["chunk_table"]))
-    assert ledger[doc_id_for(SECRET)]["status"] == "indexed"
+    ledger = store.ledger(store.suffix_of(active.chunk_table))
+    assert ledger[doc_id_for(SECRET)].status == "indexed"

@@ -9,7 +9,7 @@ import os
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from corpusflow.settings import Settings, SourceSettings, load_settings
 from sources import LocalSource, open_source
 from sources.objectstore import ObjectStoreSource
 from storage import LeaseHeldError, Store, write_lease
+from storage.records import LedgerRow
 from tests.helpers.invariants import assert_nothing_lost
 
 BUCKET = "corpus"
@@ -164,7 +165,7 @@ def _acl_of(settings: Settings, path: str) -> list[list[str] | None]:
     store = Store.from_settings(settings.storage)
     active = store.active()
     assert active is not None
-    rows = store.read_columns(active["chunk_table"], ["path", "acl_groups"]).to_pylist()
+    rows = store.read_columns(active.chunk_table, ["path", "acl_groups"]).to_pylist()
     return [r["acl_groups"] for r in rows if r["path"] == path]
 
 
@@ -233,7 +234,7 @@ def _scenario(s3: S3, prefix: str, settings: Settings, samples_dir: Path) -> Non
     store = Store.from_settings(settings.storage)
     active = store.active()
     assert active is not None
-    rows = store.read_columns(active["chunk_table"], ["path", "text"]).to_pylist()
+    rows = store.read_columns(active.chunk_table, ["path", "text"]).to_pylist()
     assert any("Blade pitch" in r["text"] for r in rows if r["path"] == "release_notes.md")
     assert not [r for r in rows if r["path"] == "onboarding.html"]
 
@@ -265,14 +266,14 @@ def test_s3_source_into_s3_db(
     store = Store.from_settings(settings.storage)
     active = store.active()
     assert active is not None
-    version = int(store.db.open_table(active["chunk_table"]).version)
+    version = int(store.db.open_table(active.chunk_table).version)
     s3.upload("docs-b", {"extra.md": b"# Extra\n\nOne more page.\n"})
     with (
         write_lease(settings.storage.db, "default", storage_options=s3.lance_options),
         pytest.raises(LeaseHeldError, match="another run"),
     ):
         _run(f"s3://{BUCKET}/docs-b", settings)
-    assert int(store.db.open_table(active["chunk_table"]).version) == version
+    assert int(store.db.open_table(active.chunk_table).version) == version
 
 
 def _lease_body(s3: S3, key: str) -> dict[str, Any]:
@@ -404,28 +405,27 @@ def test_s3_source_hash_matches_local_and_etag_hint(s3: S3, tmp_path: Path) -> N
 
     fps = Fingerprints("p", "c", "m", 64, "hint")
     store = Store.from_settings(settings.storage)
-    indexed = {
-        "doc_id": rf.doc_id,
-        "path": rf.rel_path,
-        "status": "indexed",
-        "parser_fingerprint": "p",
-        "chunker_fingerprint": "c",
-        "model_fingerprint": "m",
-        "chunk_count": 1,
-    }
+    indexed = LedgerRow(
+        doc_id=rf.doc_id,
+        path=rf.rel_path,
+        parser_fingerprint="p",
+        chunker_fingerprint="c",
+        model_fingerprint="m",
+        chunk_count=1,
+    )
     # Same size and ETag, other LastModified (a re-upload of the same bytes): unchanged
     # without hashing (the stored hash is not even compared), and the ledger is refreshed.
     store.upsert_ledger(
         "hint",
-        [indexed | {"content_sha256": "x" * 64, "size": rf.size, "mtime": 1.0, "etag": rf.etag}],
+        [replace(indexed, content_sha256="x" * 64, size=rf.size, mtime=1.0, etag=rf.etag)],
     )
     plan = plan_changes(remote, store, settings, fps)
     assert plan.unchanged == 1 and not plan.work
-    assert plan.touched[0]["mtime"] == rf.mtime
+    assert plan.touched[0].mtime == rf.mtime
     # Same size and LastModified but another ETag: hashed, and found changed.
     store.upsert_ledger(
         "hint",
-        [indexed | {"content_sha256": "x" * 64, "size": rf.size, "mtime": rf.mtime, "etag": '"0"'}],
+        [replace(indexed, content_sha256="x" * 64, size=rf.size, mtime=rf.mtime, etag='"0"')],
     )
     plan = plan_changes(remote, store, settings, fps)
     assert [(w.file.rel_path, w.reason) for w in plan.work] == [("notes.md", "changed")]
@@ -434,10 +434,10 @@ def test_s3_source_hash_matches_local_and_etag_hint(s3: S3, tmp_path: Path) -> N
     # the ETag is recorded for the next run.
     store.upsert_ledger(
         "hint",
-        [indexed | {"content_sha256": "x" * 64, "size": rf.size, "mtime": rf.mtime, "etag": None}],
+        [replace(indexed, content_sha256="x" * 64, size=rf.size, mtime=rf.mtime, etag=None)],
     )
     plan = plan_changes(remote, store, settings, fps)
-    assert not plan.work and plan.touched[0]["etag"] == rf.etag
+    assert not plan.work and plan.touched[0].etag == rf.etag
 
 
 def test_s3_source_check_errors(s3: S3, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -472,10 +472,10 @@ def test_ledger_without_etag_column_gains_it(tmp_path: Path) -> None:
         pa.Table.from_pylist([{"doc_id": "a", "path": "a.md", "status": "indexed"}], old_schema)
     )
     store = Store(str(tmp_path / "db"))
-    assert store.ledger("m")["a"].get("etag") is None
-    store.upsert_ledger("m", [{"doc_id": "b", "path": "b.md", "status": "indexed", "etag": '"1"'}])
+    assert store.ledger("m")["a"].etag is None
+    store.upsert_ledger("m", [LedgerRow(doc_id="b", path="b.md", etag='"1"')])
     ledger = store.ledger("m")
-    assert ledger["a"]["etag"] is None and ledger["b"]["etag"] == '"1"'
+    assert ledger["a"].etag is None and ledger["b"].etag == '"1"'
 
 
 def test_fsspec_memory_source_and_dispatch(tmp_path: Path) -> None:

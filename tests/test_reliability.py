@@ -50,7 +50,7 @@ def _ledger(db: Path) -> dict[str, dict[str, Any]]:
     store = Store(str(db))
     if not store.exists(store.ledger_name(SUFFIX)):
         return {}
-    return {r["path"]: r for r in store.ledger(SUFFIX).values()}
+    return {r.path: r.to_row() for r in store.ledger(SUFFIX).values()}
 
 
 def _indexed(db: Path) -> set[str]:

@@ -77,7 +77,7 @@ def _snapshot(db: Path) -> dict[str, Any]:
     store = Store(str(db))
     active = store.active()
     assert active is not None
-    suffix = store.suffix_of(active["chunk_table"])
+    suffix = store.suffix_of(active.chunk_table)
 
     def rows(name: str, key: str) -> list[dict[str, Any]]:
         data = store.db.open_table(name).to_arrow().to_pylist()
@@ -87,11 +87,11 @@ def _snapshot(db: Path) -> dict[str, Any]:
 
     return {
         "pointer": {k: v for k, v in active.items() if k != "updated_at"},
-        "chunks": rows(active["chunk_table"], "chunk_id"),
-        "parents": rows(active["parent_table"], "parent_id"),
+        "chunks": rows(active.chunk_table, "chunk_id"),
+        "parents": rows(active.parent_table, "parent_id"),
         "ledger": rows(store.ledger_name(suffix), "doc_id"),
         "versions": {
-            "chunks": int(store.db.open_table(active["chunk_table"]).version),
+            "chunks": int(store.db.open_table(active.chunk_table).version),
         },
     }
 

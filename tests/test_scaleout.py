@@ -24,7 +24,7 @@ def _rows(db: Path) -> dict[str, tuple[Any, ...]]:
     active = store.active()
     assert active is not None
     table = store.read_columns(
-        active["chunk_table"], ["chunk_id", "doc_id", "embed_text", "heading_path", "vector"]
+        active.chunk_table, ["chunk_id", "doc_id", "embed_text", "heading_path", "vector"]
     )
     return {
         r["chunk_id"]: (r["doc_id"], r["embed_text"], tuple(r["heading_path"] or ()), r["vector"])
@@ -36,8 +36,8 @@ def _ledger(db: Path) -> dict[str, tuple[Any, ...]]:
     store = Store(str(db))
     active = store.active()
     assert active is not None
-    rows = store.ledger(store.suffix_of(active["chunk_table"])).values()
-    return {r["path"]: (r["status"], r["content_sha256"], r["chunk_count"]) for r in rows}
+    rows = store.ledger(store.suffix_of(active.chunk_table)).values()
+    return {r.path: (r.status, r.content_sha256, r.chunk_count) for r in rows}
 
 
 def _assert_same_tables(a_db: Path, b_db: Path) -> None:

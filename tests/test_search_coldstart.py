@@ -103,7 +103,7 @@ def _backend_searcher(settings: Settings) -> Searcher:
     store = Store.from_settings(settings.storage)
     active, spec = active_spec(store)
     return Searcher(
-        store, active["chunk_table"], active["parent_table"], load_embedder(settings.embed, spec)
+        store, active.chunk_table, active.parent_table, load_embedder(settings.embed, spec)
     )
 
 

@@ -50,8 +50,8 @@ def test_reindex_switches_after_validation_and_rolls_back(
     rebuilt = reindex_flow(str(small_corpus), _settings(db, str(tiny_bgem3)).model_dump_json())
     assert rebuilt["activated"] and rebuilt["parsed"] == 0 and rebuilt["parse_cache_hits"] == 3
     pointer = store.active()
-    assert pointer["chunk_table"] == rebuilt["chunk_table"]
-    assert pointer["previous_chunk_table"] == first["chunk_table"]
+    assert pointer.chunk_table == rebuilt["chunk_table"]
+    assert pointer.previous_chunk_table == first["chunk_table"]
     # the old table is untouched and still readable
     assert store.db.open_table(first["chunk_table"]).count_rows() == old_rows
 
@@ -64,15 +64,15 @@ def test_reindex_switches_after_validation_and_rolls_back(
     assert any(tag.startswith("reindex-") for t in info["tables"] for tag in t["tags"])
 
     back = rollback(_settings(db))
-    assert back["chunk_table"] == first["chunk_table"]
-    assert back["previous_chunk_table"] == rebuilt["chunk_table"]
+    assert back.chunk_table == first["chunk_table"]
+    assert back.previous_chunk_table == rebuilt["chunk_table"]
     hits = search("nightly hotel cap", _settings(db), k=1)
     assert hits[0]["path"] == "travel_policy.docx"  # served by the 384-dim MiniLM table again
 
     dropped = retire(_settings(db))
     assert rebuilt["chunk_table"] in dropped
     assert not store.exists(rebuilt["chunk_table"])
-    assert store.active()["previous_chunk_table"] is None
+    assert store.active().previous_chunk_table is None
     with pytest.raises(ValueError):
         store.drop_model_tables(first["chunk_table"])  # never the active table
 
@@ -91,7 +91,7 @@ def test_validation_failure_keeps_the_old_pointer(
     table.add(rows.slice(0, 1).cast(table.schema))  # a duplicate chunk row
     with pytest.raises(ValidationFailedError, match="duplicate chunk ids"):
         reindex_flow(str(small_corpus), _settings(db, str(tiny_bgem3)).model_dump_json())
-    assert store.active()["chunk_table"] == first["chunk_table"]
+    assert store.active().chunk_table == first["chunk_table"]
 
 
 def test_second_writer_is_refused_or_waits(small_corpus: Path, tmp_path: Path) -> None:

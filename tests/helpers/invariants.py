@@ -18,7 +18,7 @@ def assert_nothing_lost(settings: Settings, source: str) -> dict[str, dict[str, 
     store = Store.from_settings(settings.storage)
     active = store.active()
     assert active is not None
-    ledger = store.ledger(store.suffix_of(active["chunk_table"]))
-    live = {r["path"]: r for r in ledger.values() if r["status"] != "deleted"}
+    ledger = store.ledger(store.suffix_of(active.chunk_table))
+    live = {r.path: r.to_row() for r in ledger.values() if r.status != "deleted"}
     assert all(r["chunk_count"] > 0 for r in live.values() if r["status"] == "indexed")
     return live

@@ -1,0 +1,125 @@
+"""Typed rows of the bookkeeping tables: what crosses the storage boundary.
+
+``Store`` reads and writes these, never bare dicts: a ledger row is a ``LedgerRow``
+with a ``DocStatus``, the active pointer a ``Pointer``, a finished run a ``RunRecord``.
+Each mirrors its Arrow schema in ``storage.schema`` field for field (a test checks it);
+rows of tables written before a column existed read it as its default.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, TypeVar
+
+
+class DocStatus(StrEnum):
+    """Where a document stands in one chunk table's ledger."""
+
+    INDEXED = "indexed"  # its chunks are committed; content_sha256 names the bytes
+    FAILED = "failed"  # retried next run (unless the failure is terminal)
+    QUARANTINED = "quarantined"  # failed run.quarantine_after times: waits for new bytes
+    DELETED = "deleted"  # its file vanished; its chunks were removed
+    FORGOTTEN = "forgotten"  # erased by `corpusflow forget`: a tombstone
+
+
+class PlanReason(StrEnum):
+    """Why the plan processes a document."""
+
+    NEW = "new"  # no live ledger row
+    CHANGED = "changed"  # other bytes than the ledger's hash
+    RETRY = "retry"  # failed last time
+    RECHUNK = "rechunk"  # same bytes, other parser/chunker/model fingerprint
+
+
+_R = TypeVar("_R", bound="_Record")
+
+
+class _Record:
+    """Conversion between a dataclass row and the dict Arrow reads and writes."""
+
+    @classmethod
+    def from_row(cls: type[_R], row: Mapping[str, Any]) -> _R:
+        known = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+        return cls(**{k: v for k, v in row.items() if k in known and v is not None})
+
+    def to_row(self) -> dict[str, Any]:
+        return asdict(self)  # type: ignore[call-overload]
+
+
+@dataclass(slots=True)
+class LedgerRow(_Record):
+    doc_id: str
+    path: str
+    content_sha256: str | None = None  # written only once the chunks are committed
+    size: int | None = None
+    mtime: float | None = None
+    etag: str | None = None
+    status: DocStatus = DocStatus.INDEXED
+    error_category: str | None = None
+    error_message: str | None = None
+    attempts: int = 0
+    format: str | None = None
+    title: str | None = None
+    page_count: int | None = None
+    parser: str | None = None
+    parser_fingerprint: str | None = None
+    chunker_fingerprint: str | None = None
+    model_fingerprint: str | None = None
+    chunk_count: int = 0
+    metadata_json: str = "{}"
+    updated_at: datetime | None = None
+
+    def __post_init__(self) -> None:
+        self.status = DocStatus(self.status)
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return dict(json.loads(self.metadata_json or "{}"))
+
+
+@dataclass(slots=True)
+class Pointer(_Record):
+    """The one row of ``C__pointer``: which tables readers use."""
+
+    collection: str
+    chunk_table: str
+    parent_table: str
+    model_json: str
+    model_fingerprint: str | None = None
+    previous_chunk_table: str | None = None  # the rollback target
+    previous_parent_table: str | None = None
+    previous_model_json: str | None = None
+    # Set while a checked refresh runs: the versions readers stay on (Store.pin).
+    pinned_json: str | None = None
+    updated_at: datetime | None = None
+
+    @property
+    def model(self) -> dict[str, Any]:
+        return dict(json.loads(self.model_json))
+
+    @property
+    def pinned(self) -> dict[str, Any] | None:
+        return dict(json.loads(self.pinned_json)) if self.pinned_json else None
+
+
+@dataclass(slots=True)
+class RunRecord(_Record):
+    """One finished (or undone) run in ``C__runs``."""
+
+    run_id: str
+    collection: str
+    kind: str
+    status: str  # completed | failed
+    report_json: str = "{}"
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    chunk_table: str | None = None
+    chunk_table_version: int | None = None
+
+    @property
+    def report(self) -> dict[str, Any]:
+        return dict(json.loads(self.report_json or "{}"))
