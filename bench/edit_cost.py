@@ -21,9 +21,7 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -31,40 +29,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from tests.helpers.long_manual import long_manual  # noqa: E402
+from tests.helpers.servers import CountingProxy  # noqa: E402
 
 CLI = Path(sys.executable).parent / "corpusflow"
-
-
-class CountingProxy:
-    """Forwards chat requests to ``upstream`` and counts them."""
-
-    def __init__(self, upstream: str) -> None:
-        import httpx
-
-        self.count = 0
-        proxy = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                proxy.count += 1
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                resp = httpx.post(
-                    upstream.rstrip("/") + self.path.removeprefix("/v1"),
-                    content=body,
-                    headers={"Content-Type": "application/json"},
-                    timeout=600,
-                )
-                self.send_response(resp.status_code)
-                self.send_header("Content-Type", "application/json")
-                self.end_headers()
-                self.wfile.write(resp.content)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
 
 
 def ingest(src: Path, db: Path, env: dict[str, str]) -> tuple[dict[str, Any], float]:

@@ -19,14 +19,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from chunking.llm_context import LLMContextualizer
 from corpusflow.errors import Category, ConfigurationError, DocumentError
 from corpusflow.settings import LLMSettings, load_settings
 from parsers import parse_file
-from tests.helpers.servers import free_port, wait_until_up
+from tests.helpers.servers import CountingProxy, free_port, wait_until_up
 from tests.helpers.tiny_models import retrained_copy
 
 PIECES = [
@@ -188,37 +187,6 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         proc.wait(timeout=30)
 
 
-class _CountingProxy:
-    """Forwards requests to the real server and counts them: the witness for cache hits."""
-
-    def __init__(self, upstream: str) -> None:
-        self.upstream = upstream
-        self.count = 0
-        proxy = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                proxy.count += 1
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                resp = httpx.post(
-                    proxy.upstream + self.path.removeprefix("/v1"),
-                    content=body,
-                    headers={"Content-Type": "application/json"},
-                    timeout=300,
-                )
-                self.send_response(resp.status_code)
-                self.send_header("Content-Type", "application/json")
-                self.end_headers()
-                self.wfile.write(resp.content)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-
 @pytest.mark.slow
 @pytest.mark.usefixtures("prefect_server")
 def test_llm_contexts_with_a_real_server_and_cached_reruns(
@@ -227,7 +195,7 @@ def test_llm_contexts_with_a_real_server_and_cached_reruns(
     from flows.refresh import refresh_flow
     from storage import Store
 
-    proxy = _CountingProxy(llama_server)
+    proxy = CountingProxy(llama_server)
     for p in corpus.iterdir():
         if p.name != "release_notes.md":
             p.unlink()
