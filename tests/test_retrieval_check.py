@@ -86,7 +86,7 @@ def _snapshot(db: Path) -> dict[str, Any]:
         return sorted(data, key=lambda r: r[key])
 
     return {
-        "pointer": {k: v for k, v in active.items() if k != "updated_at"},
+        "pointer": {k: v for k, v in active.to_row().items() if k != "updated_at"},
         "chunks": rows(active.chunk_table, "chunk_id"),
         "parents": rows(active.parent_table, "parent_id"),
         "ledger": rows(store.ledger_name(suffix), "doc_id"),
