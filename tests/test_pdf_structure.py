@@ -238,6 +238,32 @@ def test_body_size_is_read_in_table_cells_too(tmp_path: Path) -> None:
     assert "After the tables." not in _headings(md)
 
 
+def bold_body_page(p: Page) -> None:
+    """A document set in bold throughout, its sections numbered with hyphens: bold
+    and size set nothing apart, the numbering does; bold lines without it stay text."""
+    y = 80.0
+    for heading in ("2-5- Standards of the product", "3- Admission to the exchange"):
+        p.text(heading, 72, y, "Helvetica-Bold", 10)
+        y += 24  # space below: a line of its own
+        for s in BODY * 2:
+            p.text(s, 72, y, "Helvetica-Bold", 10)
+            y += 13
+        y += 12
+    p.text("Terms of delivery", 72, y, "Helvetica-Bold", 10)  # bold, not numbered
+    y += 24
+    for s in BODY:
+        p.text(s, 72, y, "Helvetica-Bold", 10)
+        y += 13
+
+
+def test_numbered_heading_in_a_bold_body(tmp_path: Path) -> None:
+    path = make_pdf(tmp_path / "bold.pdf", bold_body_page)
+    doc, _parser, _warnings = parse_pdf_offline(path, ParseSettings())
+    md = doc.export_to_markdown()
+    assert _headings(md) == ["2-5- Standards of the product", "3- Admission to the exchange"], md
+    assert "Terms of delivery" in md
+
+
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, str]]:
     path = make_pdf(tmp_path_factory.mktemp("pdf") / "report.pdf", report_page)

@@ -21,9 +21,10 @@ from parsers.pdf.primitives import Line, is_mono_face, is_symbol_face, open_pdf
 from parsers.pdf.regions import Region
 
 # Section numbering at the start of a heading: "2", "2.3", "2.3.1.", "IV.", "B.",
-# "(1)", "1)", "Chapter 4", "Part II", "Appendix A", "제3장", "第二章".
+# "(1)", "1)", "2-5-" (hyphenated, as Persian and Arabic documents number),
+# "Chapter 4", "Part II", "Appendix A", "제3장", "第二章".
 _SECTION_NUMBER = re.compile(
-    r"^(?:\d{1,2}(?:\.\d{1,2}){0,4}\.?|[IVXLC]{1,6}\.|[A-Z]\.|\(\d{1,2}\)|\d{1,2}\)"
+    r"^(?:\d{1,2}(?:\.\d{1,2}){0,4}\.?|\d{1,2}(?:-\d{1,2}){0,4}-|[IVXLC]{1,6}\.|[A-Z]\.|\(\d{1,2}\)|\d{1,2}\)"
     r"|(?:chapter|section|part|appendix|annex|article)\s+[\dIVXLCA-Z]{1,6}\.?"
     r"|제\s*\d{1,3}\s*[장절편부조]|第[\d一二三四五六七八九十百]{1,4}[章节節部篇条])(?:\s|$)",
     re.IGNORECASE,
@@ -296,8 +297,11 @@ def _is_heading(
             and not any(is_mono_face(f) or is_symbol_face(f) for f in faces)  # code, dingbats
         )
         numbered = bool(_SECTION_NUMBER.match(text))
+        # Where the body itself is bold, a bold line at body size has no weaker
+        # cue left to show than its numbering.
+        same_bold = body.bold and block.bold and ratio >= 0.97
         if not (
-            (ratio >= 1.05 or other_face)
+            (ratio >= 1.05 or other_face or (same_bold and numbered))
             and (numbered or _side_heading(block, text, other_face, body, blocks, position))
         ):
             return False
