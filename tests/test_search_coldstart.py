@@ -44,7 +44,15 @@ QUERIES = [
     # longer than max_length (256 tokens): truncation must cut at the same token
     "warranty claim " * 200,
 ]
-HEAVY = ("torch", "transformers", "sentence_transformers", "sklearn", "prefect", "docling")
+HEAVY = (
+    "torch",
+    "transformers",
+    "sentence_transformers",
+    "sklearn",
+    "prefect",
+    "docling",
+    "lance_namespace_urllib3_client.api.table_api",  # lancedb's REST client (storage._deferred)
+)
 
 
 def _cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -142,6 +150,25 @@ def test_cold_cli_search_imports_no_model_stack(sample_index: Settings) -> None:
     today = _backend_searcher(sample_index)
     assert hits == today.search("refund policy", k=6, mode="hybrid")
     assert len(hits) == 6
+
+
+def test_the_deferred_rest_client_loads_on_first_use(tmp_path: Path) -> None:
+    """storage._deferred: a local database never imports the REST client's API modules,
+    and a program that does use the client still gets all of it."""
+    script = (
+        "import sys\n"
+        "from storage import Store\n"
+        f"store = Store({str(tmp_path / 'db')!r})\n"
+        "store.pointer.set_active('m', {'fingerprint': 'm'})\n"
+        "assert store.pointer.active().chunk_table == 'default__chunks__m'\n"
+        "assert 'lance_namespace_urllib3_client.api.table_api' not in sys.modules\n"
+        "import lance_namespace_urllib3_client as client\n"
+        "assert client.ApiClient.__name__ == 'ApiClient' and client.TableApi\n"
+        "from lance_namespace_urllib3_client import Configuration\n"
+        "assert 'lance_namespace_urllib3_client.api.table_api' in sys.modules\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
 
 
 def _model_copy(src: Path, dst: Path, skip: tuple[str, ...] = ()) -> Path:
