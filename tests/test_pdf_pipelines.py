@@ -228,3 +228,28 @@ def test_unloadable_models_are_unsupported_not_downloaded(
     assert "could not be loaded" in err.value.message
     assert str(no_models) in err.value.message
     assert "docling-tools models download" in err.value.message
+
+
+@pytest.mark.parametrize("revision", ["main", "v2.3.0", "a" * 40])
+def test_cache_lookup_agrees_with_huggingface_hub(tmp_path: Path, revision: str) -> None:
+    """parsers.pdf.layout reads the HF cache layout itself (no huggingface_hub download
+    stack at plan time); it must find what try_to_load_from_cache finds, and only that."""
+    from huggingface_hub import try_to_load_from_cache
+
+    from parsers.pdf.layout import _hf_snapshot_of
+
+    commit = "a" * 40
+    repo = tmp_path / "models--org--model"
+    (repo / "snapshots" / commit / "sub").mkdir(parents=True)
+    (repo / "snapshots" / commit / "sub" / "cfg.json").write_text("{}")
+    if revision != commit:
+        (repo / "refs").mkdir()
+        (repo / "refs" / revision).write_text(commit)
+    for filename in ("sub/cfg.json", "absent.json"):
+        found = try_to_load_from_cache("org/model", filename, str(tmp_path), revision)
+        expected = (
+            Path(found).parents[1 if "/" in filename else 0] if isinstance(found, str) else None
+        )
+        assert _hf_snapshot_of("org/model", revision, filename, str(tmp_path)) == expected
+    assert _hf_snapshot_of("org/model", revision, "sub/cfg.json", str(tmp_path)) is not None
+    assert _hf_snapshot_of("org/other", revision, "sub/cfg.json", str(tmp_path)) is None

@@ -150,14 +150,19 @@ def _tableformer_dir_in(artifacts: Path) -> Path:
 
 
 def _hf_snapshot_of(repo_id: str, revision: str, filename: str, cache_dir: str) -> Path | None:
-    """The cached snapshot folder holding ``filename`` of ``repo_id@revision``; never downloads."""
-    from huggingface_hub import try_to_load_from_cache
+    """The cached snapshot folder holding ``filename`` of ``repo_id@revision``; never downloads.
 
-    found = try_to_load_from_cache(repo_id, filename, cache_dir=cache_dir, revision=revision)
-    if not isinstance(found, str):  # None or the "known not to exist" marker
-        return None
-    path = Path(found)
-    return path.parents[len(Path(filename).parts) - 1]
+    Read straight from the Hugging Face cache layout (``models--<org>--<name>/refs/<rev>``
+    naming the commit, ``snapshots/<commit>/<file>``), as ``try_to_load_from_cache`` does:
+    that function imports huggingface_hub's download stack (requests and more, ~0.5 s), and
+    every run's plan asks this question for its parser fingerprint, parse work or not."""
+    repo = Path(cache_dir) / ("models--" + repo_id.replace("/", "--"))
+    commit = revision
+    ref = repo / "refs" / revision
+    if ref.is_file():
+        commit = ref.read_text().strip()
+    snapshot = repo / "snapshots" / commit
+    return snapshot if (snapshot / filename).is_file() else None
 
 
 def _missing_packages() -> list[str]:
