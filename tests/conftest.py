@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import tempfile
@@ -11,6 +12,8 @@ from pathlib import Path
 import pytest
 
 _PREFECT_HOME = tempfile.mkdtemp(prefix="corpusflow-prefect-")
+# The Prefect database of the test session goes with it (a run left ~5 MB per session).
+atexit.register(shutil.rmtree, _PREFECT_HOME, ignore_errors=True)
 for key, value in {
     "HF_HUB_OFFLINE": "1",
     "TRANSFORMERS_OFFLINE": "1",
