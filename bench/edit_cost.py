@@ -51,7 +51,7 @@ def chunk_ids(db: Path) -> set[str]:
     from storage import Store
 
     store = Store(str(db))
-    active = store.active()
+    active = store.pointer.active()
     assert active is not None
     return set(store.read_columns(active.chunk_table, ["chunk_id"]).column("chunk_id").to_pylist())
 

@@ -9,7 +9,7 @@ Usage:
 For each case, in one process and on the same chunks:
 
 - pipeline: ``embedding.embed_texts`` with the real ``EmbeddingCache`` of a
-  fresh LanceDB database (``Store.embedding_cache(spec.table_suffix, spec.dim)``),
+  fresh LanceDB database (``store.caches.embeddings(spec.table_suffix, spec.dim)``),
   the batch size and ``checkpoint_every`` of ``EmbedSettings``, exactly as
   ``corpusflow.pipeline.write_batch`` calls it during a refresh;
 - raw: the same loaded model's own ``encode`` (SentenceTransformer.encode or
@@ -244,7 +244,7 @@ def measure(
                         torch.cuda.synchronize()
                         torch.cuda.reset_peak_memory_stats()
                     db = Path(tempfile.mkdtemp(prefix="db-", dir=workdir))
-                    checkpoint = Store(str(db), "bench").embedding_cache(
+                    checkpoint = Store(str(db), "bench").caches.embeddings(
                         spec.table_suffix, spec.dim
                     )
                     before_calls, before_fwd = embedder.model.encode_calls, forwards

@@ -92,7 +92,7 @@ def _ingest(db: Path, corpus: Path) -> Any:
     from storage import Store
 
     store = Store.from_settings(settings.storage)
-    if store.active() is None:
+    if store.pointer.active() is None:
         refresh_flow(str(corpus), settings.model_dump_json())
     return settings
 
@@ -124,7 +124,7 @@ def main() -> None:
     db = Path(args.db) if args.db else work / "db"
     settings = _ingest(db, corpus)
     store = Store.from_settings(settings.storage)
-    active = store.active()
+    active = store.pointer.active()
     assert active is not None
     chunks = store.read_columns(
         active.chunk_table, ["chunk_id", "parent_id", "path", "text", "embed_text"]

@@ -5,13 +5,13 @@ Usage: python bench/listing_bench.py [--files 100000] [--per-dir 500] [--sidecar
 Generates ``--files`` tiny files (a few bytes each, ``--per-dir`` per folder, two folder
 levels, a share of them with ``.meta.json`` sidecars) in a temporary directory, seeds a
 LanceDB ledger as if every file were indexed (real SHA-256 hashes, written with
-``Store.upsert_ledger``), then measures what it costs to produce the change set of a
+``store.ledger.upsert``), then measures what it costs to produce the change set of a
 refresh in which nothing changed: ``corpusflow.pipeline.plan_changes`` over a
 ``LocalSource``. Nothing is parsed or embedded; this is the floor of every nightly run.
 
 Rows:
 - listing only: ``LocalSource.list()`` streamed to the end;
-- ledger load: ``Store.ledger()`` (the whole ledger as Python dicts);
+- ledger load: ``store.ledger.all()`` (the whole ledger as Python dicts);
 - plan, hash shortcut: the default (size + mtime unchanged: no file is read);
 - plan, hashing every file: ``source.hash_shortcut = false``.
 
@@ -86,7 +86,7 @@ class RssSampler:
 
 STEPS = {
     "listing": "listing only (LocalSource.list)",
-    "ledger": "ledger load (Store.ledger)",
+    "ledger": "ledger load (store.ledger.all)",
     "plan": "plan, hash shortcut (default)",
     "plan-hash-all": "plan, hashing every file",
 }
@@ -113,13 +113,13 @@ def measure_step(step: str, work: Path) -> dict[str, Any]:
     from corpusflow.plan import plan_changes
 
     settings, source, store, fps = _setup(work, hash_shortcut=step != "plan-hash-all")
-    store.ledger("warm-up-nonexistent")  # open the database before the baseline
+    store.ledger.all("warm-up-nonexistent")  # open the database before the baseline
 
     def run() -> Any:
         if step == "listing":
             return {"listed": sum(1 for _ in source.list())}
         if step == "ledger":
-            return {"listed": len(store.ledger(fps.table_suffix))}
+            return {"listed": len(store.ledger.all(fps.table_suffix))}
         plan = plan_changes(source, store, settings, fps)
         return {
             "listed": plan.listed,
@@ -165,9 +165,9 @@ def seed_ledger(work: Path) -> None:
             )
         )
         if len(batch) >= 25_000:
-            store.upsert_ledger(fps.table_suffix, batch)
+            store.ledger.upsert(fps.table_suffix, batch)
             batch = []
-    store.upsert_ledger(fps.table_suffix, batch)
+    store.ledger.upsert(fps.table_suffix, batch)
 
 
 def main() -> None:

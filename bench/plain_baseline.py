@@ -237,7 +237,7 @@ def raw_encode(model: Any, db: Path, batch_size: int) -> dict:
     from storage import Store
 
     store = Store(str(db))
-    active = store.active()
+    active = store.pointer.active()
     if not active:
         return {"chunks": 0}
     texts = store.read_columns(active.chunk_table, ["embed_text"]).column(0).to_pylist()

@@ -245,7 +245,7 @@ def plan(args: argparse.Namespace) -> dict[str, Any]:
         }
         data = pa.table(cols, schema=LEDGER_SCHEMA)
         if table is None:
-            table = store.db.create_table(store.ledger_name(fps.table_suffix), data)
+            table = store.db.create_table(store.ledger.name(fps.table_suffix), data)
         else:
             table.add(data)
     print(f"wrote a {args.rows}-row ledger in {time.perf_counter() - t:.0f} s", flush=True)

@@ -75,7 +75,7 @@ def _timed(cmd: list[str]) -> tuple[float, float, str]:
 def _has_active(db: Path) -> bool:
     code = (
         "import sys; from storage import Store; "
-        f"sys.exit(0 if Store({str(db)!r}, 'default').active() else 1)"
+        f"sys.exit(0 if Store({str(db)!r}, 'default').pointer.active() else 1)"
     )
     return db.is_dir() and subprocess.run([PY, "-c", code], env=_env()).returncode == 0
 

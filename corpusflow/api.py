@@ -33,7 +33,7 @@ from embedding import Embedder, ModelSpec
 from embedding.query_encoder import load_query_embedder
 from storage import Store
 from storage.records import DocStatus, Pointer
-from storage.store import read_table, sql_in
+from storage.tables import read_table, sql_in
 
 _log = logging.getLogger("corpusflow.access")
 
@@ -97,7 +97,7 @@ class Filters:
 
 
 def active_spec(store: Store) -> tuple[Pointer, ModelSpec]:
-    active = store.active()
+    active = store.pointer.active()
     if active is None:
         raise ConfigurationError(
             f"collection {store.collection!r} in {store.uri} has no active table; "
@@ -156,7 +156,7 @@ class Searcher:
             active.chunk_table,
             active.parent_table,
             load_query_embedder(settings.embed, spec),
-            store.pinned(),
+            store.pointer.pinned(),
         )
 
     def search(
@@ -322,8 +322,8 @@ def search(
 
 def status(settings: Settings) -> dict[str, Any]:
     store = Store.from_settings(settings.storage)
-    active = store.active()
-    ledger = store.ledger(store.suffix_of(active.chunk_table)) if active else {}
+    active = store.pointer.active()
+    ledger = store.ledger.all(store.chunks.suffix_of(active.chunk_table)) if active else {}
     by_status: dict[str, int] = {}
     for row in ledger.values():
         by_status[row.status] = by_status.get(row.status, 0) + 1
@@ -348,10 +348,10 @@ def status(settings: Settings) -> dict[str, Any]:
             model={k: model.get(k) for k in ("model_id", "fingerprint", "dim", "max_length")},
             table_version=int(table.version),
             rows=int(table.count_rows()),
-            pinned=store.pinned(),
+            pinned=store.pointer.pinned(),
         )
     out["tables"] = store.model_tables()
-    run = store.last_run()
+    run = store.runs.last()
     if run is not None:
         report = run.report
         out["last_run"] = {

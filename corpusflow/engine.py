@@ -321,11 +321,11 @@ class RefreshEngine:
         fps = Fingerprints.of(settings, spec)
         report = RunReport(run_id=uuid.uuid4().hex[:12], collection=settings.storage.collection)
         report.model = f"{spec.model_id} ({spec.fingerprint})"
-        report.chunk_table = store.chunk_table_name(spec.table_suffix)
+        report.chunk_table = store.chunks.name(spec.table_suffix)
         self.report = report
         self.check = _load_check(settings)
         self.stack.enter_context(collection_lease(settings.storage))
-        recovered = store.recover_pin()
+        recovered = store.pointer.recover_pin()
         if recovered is not None:
             self.log(
                 f"run {recovered.get('run_id')} ended before its retrieval check; readers never "
@@ -348,7 +348,7 @@ class RefreshEngine:
         )
         self._check_before()  # before the first write of this run, the ledger's included
         if plan.touched:
-            store.upsert_ledger(fps.table_suffix, plan.touched)
+            store.ledger.upsert(fps.table_suffix, plan.touched)
 
     def _run(self, executor: Executor) -> RunReport:
         assert self.plan is not None
@@ -377,12 +377,12 @@ class RefreshEngine:
         self._activate_and_index()
         if plan.work:
             with timer.time("tidy_caches"):
-                store.tidy_caches()
+                store.caches.tidy()
             store.drop(store.name("staging", spec.table_suffix))  # pre-cache checkpoint
         undone = bool(report.check.get("undone"))
         report.elapsed_s = time.time() - self.started
         report.stage_s = {k: round(v, 3) for k, v in timer.totals.items()}
-        store.record_run(
+        store.runs.record(
             RunRecord(
                 run_id=report.run_id,
                 collection=report.collection,
@@ -494,7 +494,7 @@ class RefreshEngine:
                 # Each commit adds a fragment to the caches; unindexed fragments are
                 # scanned by every lookup, so a long run compacts and indexes them as it goes.
                 with self.timer.time("tidy_caches"):
-                    self.job.store.tidy_caches()
+                    self.job.store.caches.tidy()
             return
         self._stop_if_storage_full(result)
         if len(batch) > 1:
@@ -506,7 +506,7 @@ class RefreshEngine:
     def _activate_and_index(self) -> None:
         job, report, timer = self.job, self.report, self.timer
         store, spec = job.store, job.spec
-        active = store.active()
+        active = store.pointer.active()
         target = report.chunk_table
         if not store.exists(target):
             return
@@ -534,7 +534,7 @@ class RefreshEngine:
             elif self.check is not None and active is not None:
                 allowed = self._check_beside(active, target)
             if allowed:
-                store.set_active(spec.table_suffix, spec.to_dict())
+                store.pointer.set_active(spec.table_suffix, spec.to_dict())
                 report.activated = True
         elif active is not None and active.chunk_table != target:
             self.log(
@@ -546,7 +546,7 @@ class RefreshEngine:
                 ensure_indexes(store, target, self.settings.storage)
         if self.check_before is not None and self._check_after():
             return  # undone: the restored version is the run's version, and it is not tagged
-        report.chunk_table_version = store.tag_version(
+        report.chunk_table_version = store.chunks.tag(
             spec.table_suffix, f"{self.kind}-{report.run_id}"
         )
 
@@ -559,7 +559,7 @@ class RefreshEngine:
         if check is None or plan is None:
             return
         store, spec = self.job.store, self.job.spec
-        active = store.active()
+        active = store.pointer.active()
         target = report.chunk_table
         if active is None:
             report.check = {"summary": "retrieval check: skipped, no active table yet"}
@@ -576,15 +576,15 @@ class RefreshEngine:
         for kind, name in (
             ("chunks", target),
             ("parents", active.parent_table),
-            ("ledger", store.ledger_name(spec.table_suffix)),
+            ("ledger", store.ledger.name(spec.table_suffix)),
         ):
             self.pre_versions[kind] = (name, store.version_of(name))
         if check.margin is not None:
-            store.tag_version(spec.table_suffix, f"pre-{self.kind}-{report.run_id}")
+            store.chunks.tag(spec.table_suffix, f"pre-{self.kind}-{report.run_id}")
             # Readers stay on these versions until the check has passed: the run's batches,
             # and a result the check refuses, are never what a search reads.
             ledger_table, ledger_version = self.pre_versions["ledger"]
-            store.pin(
+            store.pointer.pin(
                 {
                     "chunks": self.pre_versions["chunks"][1],
                     "parents": self.pre_versions["parents"][1],
@@ -629,7 +629,7 @@ class RefreshEngine:
             )
             report.chunk_table_version = chunk_v["restored"]
         if check.margin is not None:
-            store.unpin()  # passed: readers move to the new version; undone: to the restored one
+            store.pointer.unpin()  # passed: readers move to the new version; undone: to the restored one
         report.check = result
         self.log(result["summary"])
         return bool(result["undone"])
@@ -647,7 +647,10 @@ class RefreshEngine:
             before = check.run(store, active.chunk_table, active.parent_table, old_embedder)
             mid = time.perf_counter()
             after = check.run(
-                store, target, store.parent_table_name(store.suffix_of(target)), self.job.embedder
+                store,
+                target,
+                store.chunks.parent_name(store.chunks.suffix_of(target)),
+                self.job.embedder,
             )
         result = check.compare(before, after)
         result["seconds"] = {

@@ -74,7 +74,7 @@ def choose_model(settings: Settings, store: Store) -> ModelSpec:
 
     embed = settings.embed
     if embed.model is None:
-        active = store.active()
+        active = store.pointer.active()
         if active is not None:
             prior = json.loads(active.model_json)
             embed = embed.model_copy(
@@ -128,11 +128,11 @@ def reuse_active_chunks(
     Returns (items still to process, a stream of reused documents; an item the active
     table turns out not to hold whole comes back as a WorkItem, to be processed).
     """
-    active = store.active()
-    if active is None or active.chunk_table == store.chunk_table_name(fps.table_suffix):
+    active = store.pointer.active()
+    if active is None or active.chunk_table == store.chunks.name(fps.table_suffix):
         return list(work), iter(())
-    ledger = store.ledger_rows(
-        store.suffix_of(active.chunk_table), [item.file.doc_id for item in work]
+    ledger = store.ledger.rows(
+        store.chunks.suffix_of(active.chunk_table), [item.file.doc_id for item in work]
     )
     reusable: list[WorkItem] = []
     rest: list[WorkItem] = []
@@ -223,7 +223,7 @@ def parse_document(
             item.sha256 = source.content_hash(f)
         except FileNotFoundError as exc:
             raise DocumentError(Category.SOURCE_CHANGED, "file vanished after listing") from exc
-    cached = store.get_parsed(item.sha256, fps.parser)
+    cached = store.caches.get_parsed(item.sha256, fps.parser)
     if cached is not None:
         return ParsedDocument.from_json(cached), True
     metadata = source.metadata(f)
@@ -251,7 +251,7 @@ def make_contextualizer(settings: Settings, store: Store) -> Contextualizer | No
         return None
     from chunking.llm_context import LLMContextualizer
 
-    return LLMContextualizer(settings.llm, store.context_cache())
+    return LLMContextualizer(settings.llm, store.caches.contexts)
 
 
 def chunk_parsed(
@@ -354,7 +354,7 @@ def write_batch(
     spec = embedder.spec
     # The batch's fresh parses go to the parse cache first: a failed embedding or commit
     # does not cost the parse again.
-    store.put_parsed(
+    store.caches.put_parsed(
         [(p.item.sha256, fps.parser, p.parsed.to_json()) for p in batch if not p.from_cache]
     )
     children = [c for p in batch for c in p.chunks.children]
@@ -366,7 +366,7 @@ def write_batch(
         [keys[c.chunk_id] for c in children],
         [c.embed_text for c in children],
         settings.embed.batch_size,
-        checkpoint=store.embedding_cache(spec.table_suffix, spec.dim),
+        checkpoint=store.caches.embeddings(spec.table_suffix, spec.dim),
         checkpoint_every=settings.embed.checkpoint_every,
         on_progress=on_progress,
         counts=counts,
@@ -416,7 +416,7 @@ def write_batch(
             }
             for par in p.chunks.parents
         )
-    version = store.replace_documents(
+    version = store.chunks.replace(
         spec.table_suffix,
         spec.dim,
         [p.item.file.doc_id for p in batch],
@@ -424,7 +424,7 @@ def write_batch(
         parent_rows,
     )
     # Only now that the chunks are committed does the ledger record the new hash.
-    store.upsert_ledger(
+    store.ledger.upsert(
         fps.table_suffix,
         [
             ledger_row(p.item, fps, DocStatus.INDEXED, p.parsed, len(p.chunks.children))
@@ -456,14 +456,14 @@ def record_failures(
             # Remember which bytes failed so they are not retried until they change.
             row.content_sha256 = item.sha256 or None
         rows.append(row)
-    store.upsert_ledger(fps.table_suffix, rows)
+    store.ledger.upsert(fps.table_suffix, rows)
 
 
 def record_deletions(deleted: Sequence[LedgerRow], store: Store, suffix: str) -> None:
     if not deleted:
         return
-    store.delete_documents(suffix, [r.doc_id for r in deleted])
-    store.upsert_ledger(
+    store.chunks.delete(suffix, [r.doc_id for r in deleted])
+    store.ledger.upsert(
         suffix,
         [replace(r, status=DocStatus.DELETED, content_sha256=None, chunk_count=0) for r in deleted],
     )

@@ -93,10 +93,10 @@ def plan_changes(
     only_failed: bool = False,
 ) -> Plan:
     """Compare the source listing with the ledger of ``fps.table_suffix``."""
-    ledger = store.ledger_table(fps.table_suffix, PLAN_COLUMNS)
+    ledger = store.ledger.columns(fps.table_suffix, PLAN_COLUMNS)
     index = _LedgerIndex(ledger)
     plan = Plan()
-    tombstones = store.tombstones()
+    tombstones = store.ledger.tombstones()
     touched: dict[str, dict[str, Any]] = {}
     files = iter(source.list())
     for part in iter(lambda: list(itertools.islice(files, LISTING_SLICE)), []):
@@ -116,7 +116,7 @@ def plan_changes(
             shown,
         )
     if touched:
-        full = store.ledger_rows(fps.table_suffix, list(touched))
+        full = store.ledger.rows(fps.table_suffix, list(touched))
         plan.touched = [replace(full[d], **stat) for d, stat in touched.items()]
     if not only_failed and ledger.num_rows:
         gone = pc.and_(pa.array(~index.seen), pc.not_equal(ledger["status"], DocStatus.DELETED))
@@ -133,7 +133,7 @@ def plan_changes(
                 f"is the source {source.root} mounted? Re-run with --force-delete if intended."
             )
         if gone_ids:
-            full = store.ledger_rows(fps.table_suffix, gone_ids)
+            full = store.ledger.rows(fps.table_suffix, gone_ids)
             plan.deleted = [full[d] for d in gone_ids]
     return plan
 

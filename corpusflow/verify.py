@@ -26,7 +26,7 @@ from corpusflow.settings import Settings
 from sources import SourceFile, doc_id_for, open_source
 from storage import Store
 from storage.records import DocStatus, Pointer
-from storage.store import sql_in
+from storage.tables import sql_in
 
 _LIVE = (DocStatus.INDEXED, DocStatus.FAILED, DocStatus.QUARANTINED)
 
@@ -79,7 +79,7 @@ def nothing_lost(
     store = Store.from_settings(settings.storage)
     report = VerifyReport(settings.storage.collection, source)
     _check_erasures(store, settings, erasure_scan, report)
-    active = store.active()
+    active = store.pointer.active()
     if active is None:
         if source is not None and any(True for _ in open_source(source, settings.source).list()):
             report.violations.append("the source has files but the collection has no active table")
@@ -93,7 +93,7 @@ def nothing_lost(
 
 
 def _check_table(store: Store, table: str, report: VerifyReport) -> None:
-    suffix = store.suffix_of(table)
+    suffix = store.chunks.suffix_of(table)
     manifests = store.read_columns(table, ["manifest_json"]).column("manifest_json").to_pylist()
     models: dict[str, int] = {}
     for m in set(manifests):
@@ -117,7 +117,7 @@ def _parsed_text(store: Store, src: Any, f: SourceFile, settings: Settings) -> b
     from parsers import ParsedDocument, parser_fingerprint
 
     try:
-        cached = store.get_parsed(src.content_hash(f), parser_fingerprint(settings.parse))
+        cached = store.caches.get_parsed(src.content_hash(f), parser_fingerprint(settings.parse))
     except (OSError, DocumentError):
         return False
     return cached is not None and bool(ParsedDocument.from_json(cached).markdown.strip())
@@ -132,8 +132,8 @@ def _check_source(
     report: VerifyReport,
 ) -> None:
     src = open_source(uri, settings.source)
-    ledger = store.ledger(store.suffix_of(active.chunk_table))
-    last = store.last_run()
+    ledger = store.ledger.all(store.chunks.suffix_of(active.chunk_table))
+    last = store.runs.last()
     seen_by_run = last.started_at.timestamp() if last and last.started_at else 0.0
 
     def source_problem(f: SourceFile, message: str) -> None:
@@ -191,10 +191,10 @@ def _check_erasures(store: Store, settings: Settings, scan: bool, report: Verify
     their text is legitimately back)."""
     from storage.erasure import local_db_dir, scan_for_windows
 
-    receipts = store.erasures()
+    receipts = store.runs.erasures()
     if not receipts:
         return
-    tombstones = store.tombstones()
+    tombstones = store.ledger.tombstones()
     check: dict[str, Any] = {"receipts": len(receipts), "checked": [], "skipped": []}
     report.erasure = check
     windows: dict[str, tuple[list[int], list[str], list[str]]] = {}

@@ -22,9 +22,9 @@ def maintain_flow(settings_json: str) -> dict[str, Any]:
         report: dict[str, Any] = {}
         # Cleanup may remove old versions: first undo a dead checked refresh's pinned,
         # unchecked writes, so no reader is left pinned to a removed version.
-        if (pin := store.recover_pin()) is not None:
+        if (pin := store.pointer.recover_pin()) is not None:
             report["recovered_pin"] = pin
-        active = store.active()
+        active = store.pointer.active()
         if active is not None:
             report["indexes"] = ensure_indexes(store, active.chunk_table, settings.storage)
         report["embeddings_evicted"] = evict_embeddings(store)
@@ -37,8 +37,8 @@ def rollback(settings: Settings) -> Pointer:
     """Make the previous table active again (and the current one the rollback target)."""
     store = Store.from_settings(settings.storage)
     with collection_lease(settings.storage):
-        store.recover_pin()
-        return store.rollback()
+        store.pointer.recover_pin()
+        return store.pointer.rollback()
 
 
 def retire(settings: Settings, table: str | None = None) -> list[str]:
@@ -46,7 +46,7 @@ def retire(settings: Settings, table: str | None = None) -> list[str]:
     store = Store.from_settings(settings.storage)
     with collection_lease(settings.storage):
         if table is None:
-            active = store.active()
+            active = store.pointer.active()
             if active is None or not active.previous_chunk_table:
                 raise LookupError("there is no previous table to retire")
             table = active.previous_chunk_table

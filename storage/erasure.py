@@ -56,7 +56,8 @@ from corpusflow.settings import Settings
 from storage.lease import collection_lease
 from storage.records import DocStatus, LedgerRow
 from storage.schema import embed_key
-from storage.store import Store, _batches, sql_in
+from storage.store import Store
+from storage.tables import batches, sql_in
 
 log = logging.getLogger(__name__)
 
@@ -241,7 +242,7 @@ def _quiet_cleanup(table: Any) -> None:
 
 
 def _not_in(column: str, values: Sequence[str]) -> str:
-    return " AND ".join(f"NOT ({sql_in(column, part)})" for part in _batches(list(values)))
+    return " AND ".join(f"NOT ({sql_in(column, part)})" for part in batches(list(values)))
 
 
 def _count(table: Any, where: str) -> int:
@@ -258,7 +259,7 @@ def rewrite_without(store: Store, name: str, column: str, values: Sequence[str])
     table = store.db.open_table(name)
     if column not in table.schema.names:
         return 0
-    matching = sum(_count(table, sql_in(column, part)) for part in _batches(values))
+    matching = sum(_count(table, sql_in(column, part)) for part in batches(values))
     if matching == 0:
         return 0
     rewrite(store, name, _not_in(column, values))
@@ -305,7 +306,7 @@ def _history_rows(
             if "doc_id" not in handle.schema.names:
                 continue
             rows: list[dict[str, Any]] = []
-            for part in _batches(list(doc_ids)):
+            for part in batches(list(doc_ids)):
                 n = max(int(handle.count_rows(sql_in("doc_id", part))), 0)
                 if n:
                     got = handle.search().where(sql_in("doc_id", part)).select(present)
@@ -363,7 +364,7 @@ def forget(
     with collection_lease(settings.storage):
         # A dead checked refresh's pinned, unchecked writes are undone first: erasure
         # prunes old versions, which would remove the versions readers are pinned to.
-        store.recover_pin()
+        store.pointer.recover_pin()
         return _forget(store, paths, settings, source)
 
 
@@ -419,7 +420,7 @@ def _forget(store: Store, paths: Sequence[str], settings: Settings, source: str 
     stamp = receipt.started_at.isoformat(timespec="seconds")
     for name in kind("documents"):
         suffix = name.removeprefix(store.name("documents") + "__")
-        current = store.ledger_rows(suffix, ids)
+        current = store.ledger.rows(suffix, ids)
         tombs = [
             LedgerRow(
                 doc_id=d,
@@ -433,7 +434,7 @@ def _forget(store: Store, paths: Sequence[str], settings: Settings, source: str 
             )
             for d in ids
         ]
-        store.upsert_ledger(suffix, tombs)
+        store.ledger.upsert(suffix, tombs)
         rewrite(store, name)  # the old row versions go with the old data files
         receipt.tables[name] = {"rows_removed": 0, "tombstones": len(tombs)}
 
@@ -472,11 +473,11 @@ def _forget(store: Store, paths: Sequence[str], settings: Settings, source: str 
     for name in sorted(had_fts):
         if store.exists(name) and int(store.db.open_table(name).count_rows()):
             receipt.tables[name]["indexes"] = ensure_indexes(store, name, settings.storage)
-    store.tidy_caches()  # the caches' key indexes
+    store.caches.tidy()  # the caches' key indexes
 
     # 6. The receipt.
     receipt.chunk_sha256 = sorted(hashlib.sha256(t.encode()).hexdigest() for t in texts)
-    receipt.window_key = store.erasure_key() or secrets.token_hex(32)
+    receipt.window_key = store.runs.erasure_key() or secrets.token_hex(32)
     receipt.window_prefilter, receipt.window_confirm = window_hashes(texts, receipt.window_key)
     pruned_tables = sorted(n for n, t in receipt.tables.items() if t.get("versions_pruned"))
     if pruned_tables:
@@ -490,7 +491,7 @@ def _forget(store: Store, paths: Sequence[str], settings: Settings, source: str 
             "were deleted"
         )
     receipt.finished_at = datetime.now(UTC)
-    store.record_erasure(receipt.row())
+    store.runs.record_erasure(receipt.row())
     log.info("erasure %s: %s", receipt.erasure_id, receipt.to_dict())
     return receipt
 
@@ -502,7 +503,7 @@ def undo(store: Store, paths: Sequence[str], settings: Settings) -> list[str]:
 
     with collection_lease(settings.storage):
         lifted: list[str] = []
-        tomb = store.tombstones()
+        tomb = store.ledger.tombstones()
         for raw in paths:
             rel = raw.replace("\\", "/").removeprefix("./")
             if doc_id_for(rel) not in tomb:
@@ -517,8 +518,8 @@ def undo(store: Store, paths: Sequence[str], settings: Settings) -> list[str]:
             if not name.startswith(store.name("documents") + "__"):
                 continue
             suffix = name.removeprefix(store.name("documents") + "__")
-            rows = store.ledger_rows(suffix, ids)
-            store.upsert_ledger(
+            rows = store.ledger.rows(suffix, ids)
+            store.ledger.upsert(
                 suffix,
                 [
                     replace(r, status=DocStatus.DELETED, error_category=None, error_message=None)

@@ -176,7 +176,7 @@ def evict_embeddings(store: Store) -> dict[str, int]:
         if not name.startswith(prefix):
             continue
         cache = store.db.open_table(name)
-        chunks = store.chunk_table_name(name.removeprefix(prefix))
+        chunks = store.chunks.name(name.removeprefix(prefix))
         if not store.exists(chunks):
             removed[name] = int(cache.count_rows())
             store.drop(name)

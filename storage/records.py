@@ -93,7 +93,7 @@ class Pointer(_Record):
     previous_chunk_table: str | None = None  # the rollback target
     previous_parent_table: str | None = None
     previous_model_json: str | None = None
-    # Set while a checked refresh runs: the versions readers stay on (Store.pin).
+    # Set while a checked refresh runs: the versions readers stay on (storage.pointer.PointerTable.pin).
     pinned_json: str | None = None
     updated_at: datetime | None = None
 

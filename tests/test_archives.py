@@ -33,7 +33,7 @@ def _zip(path: Path, members: dict[str, bytes]) -> None:
 
 def _ledger(db: Path) -> dict[str, dict[str, Any]]:
     store = Store(str(db))
-    return {r.path: r.to_row() for r in store.ledger(SUFFIX).values()}
+    return {r.path: r.to_row() for r in store.ledger.all(SUFFIX).values()}
 
 
 def test_archive_members_are_documents(tmp_path: Path, samples_dir: Path) -> None:
@@ -85,7 +85,7 @@ def test_archive_members_are_documents(tmp_path: Path, samples_dir: Path) -> Non
         "other.zip/a.md",
     }
     store = Store(str(tmp_path / "db"))
-    texts = store.read_columns(store.chunk_table_name(SUFFIX), ["path", "text"]).to_pylist()
+    texts = store.read_columns(store.chunks.name(SUFFIX), ["path", "text"]).to_pylist()
     assert not any("24 months" in t["text"] for t in texts)  # the deleted member's chunks went
 
 
@@ -128,7 +128,7 @@ def test_verify_flags_text_failed_as_empty(tmp_path: Path) -> None:
     row = _ledger(tmp_path / "db")["only_heading.md"]
     # What the chunker did before it guaranteed a chunk: fail the document as empty.
     failed = {**row, "status": "failed", "error_category": "empty", "chunk_count": 0}
-    store.upsert_ledger(SUFFIX, [LedgerRow.from_row(failed)])
+    store.ledger.upsert(SUFFIX, [LedgerRow.from_row(failed)])
     violations = nothing_lost(settings, str(corpus)).violations
     assert any("only_heading.md" in v and "empty" in v for v in violations), violations
 
@@ -153,7 +153,7 @@ def test_shipped_formats_sample_is_fully_indexed(tmp_path: Path) -> None:
     }
     store = Store(str(tmp_path / "db"))
     text = " ".join(
-        r["text"] for r in store.read_columns(store.chunk_table_name(SUFFIX), ["text"]).to_pylist()
+        r["text"] for r in store.read_columns(store.chunks.name(SUFFIX), ["text"]).to_pylist()
     )
     for phrase in ("José Müller", "Lock and tag", "现场访客", "Crane booking", "every 12 months"):
         assert phrase in text, phrase

@@ -130,18 +130,18 @@ def test_old_table_gains_the_column_and_a_cjk_index(tmp_path: Path) -> None:
     store = Store(str(tmp_path / "db"), "default")
     dim = 8
     old_schema = pa.schema([f for f in chunk_schema(dim) if f.name != "lang"])
-    name = store.chunk_table_name("m")
+    name = store.chunks.name("m")
     table = store.db.create_table(name, pa.Table.from_pylist(_old_rows(dim), schema=old_schema))
     table.create_index("embed_text", config=FTS())
     assert not table.search("变更窗口", query_type="fts", fts_columns="embed_text").to_list()
     # Read as it is: search works without the column; a language filter says what to do.
-    searcher = Searcher(store, name, store.parent_table_name("m"), embedder=None)  # type: ignore[arg-type]
+    searcher = Searcher(store, name, store.chunks.parent_name("m"), embedder=None)  # type: ignore[arg-type]
     assert searcher._keyword("booked", 5, Filters())[0][0]["chunk_id"] == "c1"
     with pytest.raises(ConfigurationError, match="ingest"):
         searcher.search("x", mode="keyword", filters=Filters(lang=["zh"]))
     # The next write adds the column; maintenance rebuilds the index with the CJK tokenizer.
     new = {**_old_rows(dim)[0], "chunk_id": "c9", "doc_id": "d2", "lang": "zh"}
-    store.replace_documents("m", dim, ["d2"], [new], [])
+    store.chunks.replace("m", dim, ["d2"], [new], [])
     table = store.db.open_table(name)
     assert "lang" in table.schema.names
     assert fts_is_current(_fts_index(table, "embed_text")) is False
@@ -176,7 +176,7 @@ def test_bge_m3_code_path_carries_chinese(tiny_bgem3: Path, tmp_path: Path) -> N
     assert report["new"] == 3 and report["failed"] == 0
     store = Store.from_settings(settings.storage)
     rows = store.read_columns(
-        store.active().chunk_table,
+        store.pointer.active().chunk_table,
         ["chunk_id", "embed_text", "lang", "vector", "sparse_ids", "sparse_weights"],
     ).to_pylist()
     zh = [r for r in rows if r["lang"] == "zh"]

@@ -65,7 +65,7 @@ def _settings(db: Path) -> Settings:
 
 
 def _rows(store: Store) -> dict[str, dict[str, Any]]:
-    active = store.active()
+    active = store.pointer.active()
     assert active is not None
     cols = ["chunk_id", "heading_path", "text", "embed_key", "embed_text"]
     return {r["chunk_id"]: r for r in store.read_columns(active.chunk_table, cols).to_pylist()}
@@ -109,9 +109,9 @@ def test_an_edit_re_embeds_only_its_section(
     assert_nothing_lost(settings, str(src))
 
     # The cache keeps the old text's vector until maintenance evicts unreferenced keys.
-    active = store.active()
+    active = store.pointer.active()
     assert active is not None
-    cache = store.embedding_cache(store.suffix_of(active.chunk_table), 0)
+    cache = store.caches.embeddings(store.chunks.suffix_of(active.chunk_table), 0)
     assert cache.count() == len(before) + len(encoded)
     stale = {r["embed_key"] for r in before.values()} - {r["embed_key"] for r in after.values()}
     assert stale  # the old paragraph's text

@@ -86,7 +86,7 @@ def _encoded(log: Path) -> list[str]:
 def _staged(db: Path, spec: ModelSpec) -> list[str]:
     """Every key row of the embedding cache, duplicates included."""
     store = Store(str(db), "default")
-    name = store.embedding_cache(spec.table_suffix, spec.dim).name
+    name = store.caches.embeddings(spec.table_suffix, spec.dim).name
     if not store.exists(name):
         return []
     return [str(v) for v in store.read_columns(name, ["embed_key"]).column("embed_key").to_pylist()]
@@ -181,7 +181,7 @@ def test_sigkilled_runs_resume_without_reembedding(
     assert Counter(staged3) == Counter(ids)
 
     # The staged vectors are what run 3 returned and what a fresh computation gives.
-    loaded = Store(str(db), "default").embedding_cache(spec.table_suffix, spec.dim).load(ids)
+    loaded = Store(str(db), "default").caches.embeddings(spec.table_suffix, spec.dim).load(ids)
     result = np.load(out)
     assert list(result["ids"]) == ids
     staged_dense = np.stack([loaded[i][0] for i in ids])

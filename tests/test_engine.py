@@ -55,12 +55,12 @@ class CountingExecutor(InProcessExecutor):
 
 def _tables(db: Path) -> tuple[dict[str, tuple[Any, ...]], dict[str, tuple[Any, ...]]]:
     store = Store(str(db))
-    active = store.active()
+    active = store.pointer.active()
     assert active is not None
     rows = store.read_columns(active.chunk_table, ["chunk_id", "doc_id", "embed_text"])
     chunks = {r["chunk_id"]: (r["doc_id"], r["embed_text"]) for r in rows.to_pylist()}
-    suffix = store.suffix_of(active.chunk_table)
-    ledger = store.ledger_table(suffix, ["doc_id", "status", "content_sha256", "chunk_count"])
+    suffix = store.chunks.suffix_of(active.chunk_table)
+    ledger = store.ledger.columns(suffix, ["doc_id", "status", "content_sha256", "chunk_count"])
     return chunks, {r["doc_id"]: tuple(r.values()) for r in ledger.to_pylist()}
 
 
@@ -108,7 +108,7 @@ def test_refresh_with_nothing_to_do_starts_no_flow(corpus: Path, tmp_path: Path)
     assert second.returncode == 0, second.stderr
     assert '"unchanged": 7' in second.stdout
     assert _flow_runs(home) == 1  # no flow run, no ephemeral API for a no-op
-    runs = Store(str(db)).last_run()
+    runs = Store(str(db)).runs.last()
     assert runs is not None and runs.status == "completed"  # the run is still recorded
     (corpus / "release_notes.md").write_text("# Release notes\n\nOne changed line.\n")
     third = subprocess.run(cmd, env=_cli_env(home), capture_output=True, text=True, timeout=600)

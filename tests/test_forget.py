@@ -84,7 +84,7 @@ def test_forget_leaves_no_trace(samples_dir: Path, tmp_path: Path, caplog: Any) 
     before = _top(settings)
 
     store = Store.from_settings(settings.storage)
-    active = store.active()
+    active = store.pointer.active()
     assert active is not None
     secret_id = doc_id_for(SECRET)
     secret_rows = store.rows_of_documents(active.chunk_table, [secret_id], ["embed_key"])
@@ -131,10 +131,10 @@ def test_forget_leaves_no_trace(samples_dir: Path, tmp_path: Path, caplog: Any) 
             keys = set(store.read_columns(name, ["embed_key"]).column("embed_key").to_pylist())
             assert not keys & embed_keys
     # The ledger holds a tombstone.
-    ledger = store.ledger(store.suffix_of(active.chunk_table))
+    ledger = store.ledger.all(store.chunks.suffix_of(active.chunk_table))
     assert ledger[secret_id].status == "forgotten"
     assert ledger[secret_id].title is None and not ledger[secret_id].chunk_count
-    erasures = store.erasures()
+    erasures = store.runs.erasures()
     assert [e["erasure_id"] for e in erasures] == [receipt["erasure_id"]]
     assert "VERMILION" not in json.dumps(erasures, default=str)
 
@@ -193,7 +193,7 @@ def test_verify_finds_planted_text_and_undo_readmits(samples_dir: Path, tmp_path
     again = _refresh(src, settings)
     assert again.new == 1
     store = Store.from_settings(settings.storage)
-    active = store.active()
+    active = store.pointer.active()
     assert active is not None
-    ledger = store.ledger(store.suffix_of(active.chunk_table))
+    ledger = store.ledger.all(store.chunks.suffix_of(active.chunk_table))
     assert ledger[doc_id_for(SECRET)].status == "indexed"

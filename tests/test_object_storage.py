@@ -163,7 +163,7 @@ def _run(source: str, settings: Settings) -> dict[str, Any]:
 
 def _acl_of(settings: Settings, path: str) -> list[list[str] | None]:
     store = Store.from_settings(settings.storage)
-    active = store.active()
+    active = store.pointer.active()
     assert active is not None
     rows = store.read_columns(active.chunk_table, ["path", "acl_groups"]).to_pylist()
     return [r["acl_groups"] for r in rows if r["path"] == path]
@@ -232,7 +232,7 @@ def _scenario(s3: S3, prefix: str, settings: Settings, samples_dir: Path) -> Non
         acl == ["finance"] for acl in _acl_of(settings, "notes.md")
     )
     store = Store.from_settings(settings.storage)
-    active = store.active()
+    active = store.pointer.active()
     assert active is not None
     rows = store.read_columns(active.chunk_table, ["path", "text"]).to_pylist()
     assert any("Blade pitch" in r["text"] for r in rows if r["path"] == "release_notes.md")
@@ -264,7 +264,7 @@ def test_s3_source_into_s3_db(
     assert not s3.exists("db/.default.lease")
     # ... and while another writer holds it, a refresh is refused before writing anything.
     store = Store.from_settings(settings.storage)
-    active = store.active()
+    active = store.pointer.active()
     assert active is not None
     version = int(store.db.open_table(active.chunk_table).version)
     s3.upload("docs-b", {"extra.md": b"# Extra\n\nOne more page.\n"})
@@ -415,7 +415,7 @@ def test_s3_source_hash_matches_local_and_etag_hint(s3: S3, tmp_path: Path) -> N
     )
     # Same size and ETag, other LastModified (a re-upload of the same bytes): unchanged
     # without hashing (the stored hash is not even compared), and the ledger is refreshed.
-    store.upsert_ledger(
+    store.ledger.upsert(
         "hint",
         [replace(indexed, content_sha256="x" * 64, size=rf.size, mtime=1.0, etag=rf.etag)],
     )
@@ -423,7 +423,7 @@ def test_s3_source_hash_matches_local_and_etag_hint(s3: S3, tmp_path: Path) -> N
     assert plan.unchanged == 1 and not plan.work
     assert plan.touched[0].mtime == rf.mtime
     # Same size and LastModified but another ETag: hashed, and found changed.
-    store.upsert_ledger(
+    store.ledger.upsert(
         "hint",
         [replace(indexed, content_sha256="x" * 64, size=rf.size, mtime=rf.mtime, etag='"0"')],
     )
@@ -432,7 +432,7 @@ def test_s3_source_hash_matches_local_and_etag_hint(s3: S3, tmp_path: Path) -> N
     assert plan.work[0].sha256 == LocalSource.content_hash(lf)
     # A ledger row without an ETag (written by a local-style row): size + mtime decide, and
     # the ETag is recorded for the next run.
-    store.upsert_ledger(
+    store.ledger.upsert(
         "hint",
         [replace(indexed, content_sha256="x" * 64, size=rf.size, mtime=rf.mtime, etag=None)],
     )
@@ -472,9 +472,9 @@ def test_ledger_without_etag_column_gains_it(tmp_path: Path) -> None:
         pa.Table.from_pylist([{"doc_id": "a", "path": "a.md", "status": "indexed"}], old_schema)
     )
     store = Store(str(tmp_path / "db"))
-    assert store.ledger("m")["a"].etag is None
-    store.upsert_ledger("m", [LedgerRow(doc_id="b", path="b.md", etag='"1"')])
-    ledger = store.ledger("m")
+    assert store.ledger.all("m")["a"].etag is None
+    store.ledger.upsert("m", [LedgerRow(doc_id="b", path="b.md", etag='"1"')])
+    ledger = store.ledger.all("m")
     assert ledger["a"].etag is None and ledger["b"].etag == '"1"'
 
 

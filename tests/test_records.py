@@ -27,8 +27,8 @@ def test_ledger_rows_round_trip_through_lance(tmp_path: Path) -> None:
         LedgerRow(doc_id="a", path="a.md", content_sha256="x" * 64, size=3, chunk_count=2),
         LedgerRow(doc_id="b", path="b.md", status=DocStatus.FAILED, error_category="corrupt"),
     ]
-    store.upsert_ledger("m", rows)
-    back = store.ledger("m")
+    store.ledger.upsert("m", rows)
+    back = store.ledger.all("m")
     assert back["a"].status is DocStatus.INDEXED and back["a"].chunk_count == 2
     assert back["b"].status is DocStatus.FAILED and back["b"].error_category == "corrupt"
     assert back["a"].updated_at is not None  # stamped by the store
@@ -37,3 +37,34 @@ def test_ledger_rows_round_trip_through_lance(tmp_path: Path) -> None:
     }
     with pytest.raises(ValueError):
         LedgerRow(doc_id="c", path="c.md", status="lost")  # type: ignore[arg-type]
+
+
+def test_each_role_owns_its_tables_and_the_pointer_swaps(tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "db"), "c")
+    store.ledger.upsert("m1", [LedgerRow(doc_id="a", path="a.md")])
+    store.caches.put_parsed([("sha", "fp", "{}")])
+    store.caches.contexts.put_many({"k": "ctx"})
+    store.pointer.set_active("m1", {"fingerprint": "m1"})
+    store.runs.record(RunRecord(run_id="r1", collection="c", kind="refresh", status="ok"))
+    assert sorted(n.removeprefix("c__") for n in store.table_names()) == [
+        "context_cache",
+        "documents__m1",
+        "parse_cache",
+        "pointer",
+        "runs",
+    ]
+    assert store.caches.get_parsed("sha", "fp") == "{}"
+    assert store.caches.contexts.get_many(["k", "absent"]) == {"k": "ctx"}
+    assert store.runs.last() is not None and store.runs.last().run_id == "r1"  # type: ignore[union-attr]
+
+    with pytest.raises(LookupError, match="no previous table"):
+        store.pointer.rollback()
+    store.pointer.set_active("m2", {"fingerprint": "m2"})
+    with pytest.raises(LookupError, match="no longer exists"):  # m1's chunk table was never built
+        store.pointer.rollback()
+    store.chunks.replace("m1", 2, [], [], [])  # creates the (empty) m1 tables
+    back = store.pointer.rollback()
+    assert back.chunk_table == "c__chunks__m1" and back.previous_chunk_table == "c__chunks__m2"
+    assert back.model_fingerprint == "m1" and back.parent_table == "c__parents__m1"
+    with pytest.raises(ValueError, match="refusing to drop the active table"):
+        store.drop_model_tables("m1")

@@ -108,8 +108,8 @@ def test_deletion_guard_refuses_to_wipe(corpus: Path, tmp_path: Path) -> None:
     with pytest.raises(DeletionGuardError):
         _run(corpus, settings)
     store = Store(str(db), "default")
-    suffix = store.suffix_of(store.active().chunk_table)
-    assert sum(r.status == "indexed" for r in store.ledger(suffix).values()) == 7
+    suffix = store.chunks.suffix_of(store.pointer.active().chunk_table)
+    assert sum(r.status == "indexed" for r in store.ledger.all(suffix).values()) == 7
     forced = _run(corpus, settings, force_delete=True)
     assert forced["deleted"] == 5
 
@@ -127,7 +127,7 @@ def test_model_change_builds_a_new_table(corpus: Path, tmp_path: Path, tiny_bgem
     assert (second["new"], second["parsed"], second["parse_cache_hits"]) == (2, 0, 2)
     store = Store(str(db), "default")
     # readers stay on the old table until a reindex switches them
-    assert store.active().chunk_table == first["chunk_table"]
+    assert store.pointer.active().chunk_table == first["chunk_table"]
     new = store.db.open_table(second["chunk_table"])
     assert new.schema.field("vector").type.list_size == 32
     rows = (

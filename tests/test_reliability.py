@@ -48,9 +48,9 @@ def _run(corpus: Path, settings: Settings, **kw: Any) -> dict[str, Any]:
 
 def _ledger(db: Path) -> dict[str, dict[str, Any]]:
     store = Store(str(db))
-    if not store.exists(store.ledger_name(SUFFIX)):
+    if not store.exists(store.ledger.name(SUFFIX)):
         return {}
-    return {r.path: r.to_row() for r in store.ledger(SUFFIX).values()}
+    return {r.path: r.to_row() for r in store.ledger.all(SUFFIX).values()}
 
 
 def _indexed(db: Path) -> set[str]:
@@ -125,13 +125,13 @@ import sys
 from storage import Store
 store = Store(sys.argv[1])
 suffix = sys.argv[2]
-table = store.db.open_table(store.chunk_table_name(suffix))
+table = store.db.open_table(store.chunks.name(suffix))
 rows = table.to_arrow().to_pylist()
 dim = len(rows[0]["vector"])
 doc_ids = sorted({r["doc_id"] for r in rows})
 print("ready", flush=True)
 while True:  # re-commit the same chunks: every iteration is a full merge_insert commit
-    store.replace_documents(suffix, dim, doc_ids, rows, [])
+    store.chunks.replace(suffix, dim, doc_ids, rows, [])
 """
 
 
@@ -167,7 +167,7 @@ def test_sigkill_during_lance_commits(corpus: Path, tmp_path: Path) -> None:
 # 4 ---------------------------------------------------------------------------
 _DIE_BEFORE_LEDGER = """
 import os, signal, sys
-from storage.store import Store
+from storage.ledger import Ledger
 from corpusflow.settings import load_settings
 from flows.refresh import refresh_flow
 
@@ -175,7 +175,7 @@ def die(self, *args, **kwargs):
     # The first batch's chunks are committed; the process dies before its ledger update.
     os.kill(os.getpid(), signal.SIGKILL)
 
-Store.upsert_ledger = die
+Ledger.upsert = die
 if __name__ == "__main__":
     settings = load_settings(None, {"storage": {"db": sys.argv[2], "write_batch_docs": 3},
                                     "run": {"progress": False}})
@@ -192,7 +192,7 @@ def test_crash_after_chunk_commit_before_ledger(corpus: Path, tmp_path: Path) ->
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)  # parser children, if any are left
     store = Store(str(db))
-    committed = store.read_columns(store.chunk_table_name(SUFFIX), ["doc_id"]).num_rows
+    committed = store.read_columns(store.chunks.name(SUFFIX), ["doc_id"]).num_rows
     assert committed > 0 and _ledger(db) == {}  # rows without ledger entries
     settings = _settings(db)
     report = _run(corpus, settings)
@@ -302,7 +302,7 @@ def test_bad_and_hostile_inputs(corpus: Path, tmp_path: Path) -> None:
     assert report["failed"] == len(categories)
     # hostile XML: never the canary, never an entity explosion in the parent
     store = Store(str(db))
-    texts = store.read_columns(store.chunk_table_name(SUFFIX), ["text", "embed_text"])
+    texts = store.read_columns(store.chunks.name(SUFFIX), ["text", "embed_text"])
     for column in texts.columns:
         assert not any(canary in (t or "") for t in column.to_pylist())
     cache = store.read_columns(store.name("parse_cache"), ["parsed_json"]).column("parsed_json")
@@ -350,7 +350,7 @@ def test_file_changed_or_deleted_while_parsed(
     assert ledger["onboarding.html"]["error_category"] == "source_changed"
     assert report["failed"] == 2
     store = Store(str(db))
-    rows = store.read_columns(store.chunk_table_name(SUFFIX), ["path"]).column("path")
+    rows = store.read_columns(store.chunks.name(SUFFIX), ["path"]).column("path")
     assert not {"release_notes.md", "onboarding.html"} & set(rows.to_pylist())  # no partial rows
     monkeypatch.setattr(ParserPool, "parse", real_parse)
     again = _run(corpus, settings)
@@ -493,7 +493,7 @@ def test_verify_command_reports_violations(corpus: Path, tmp_path: Path) -> None
     assert ok.returncode == 0 and "nothing lost" in ok.stdout
     # Lose a document's rows behind the ledger's back: verify must say so and exit 1.
     store = Store(str(db))
-    store.db.open_table(store.chunk_table_name(SUFFIX)).delete("path = 'release_notes.md'")
+    store.db.open_table(store.chunks.name(SUFFIX)).delete("path = 'release_notes.md'")
     bad = subprocess.run(cli, env=_child_env(db), capture_output=True, text=True, timeout=300)
     assert bad.returncode == 1
     assert "VIOLATION" in bad.stdout and "wrong chunk counts" in bad.stdout
@@ -527,7 +527,7 @@ def test_thousand_page_pdf_is_complete_or_refused(tmp_path: Path) -> None:
     assert (row["status"], row["page_count"], row["error_category"]) == ("indexed", 1200, None)
     store = Store(str(db2))
     pages = store.read_columns(
-        store.chunk_table_name(SUFFIX), ["page_numbers"], "path = 'fleet_records.pdf'"
+        store.chunks.name(SUFFIX), ["page_numbers"], "path = 'fleet_records.pdf'"
     ).column("page_numbers")
     assert {p for ps in pages.to_pylist() for p in ps} == set(range(1, 1201))
     assert rss_growth_mb < 1024, f"parent grew by {rss_growth_mb:.0f} MiB"
@@ -551,7 +551,7 @@ def test_partial_document_is_never_indexed_as_complete(corpus: Path, tmp_path: P
     sha = LocalSource.content_hash(
         next(f for f in LocalSource(corpus, settings.source).list() if f.rel_path == handbook.name)
     )
-    Store(str(db)).put_parsed([(sha, fps.parser, partial.to_json())])
+    Store(str(db)).caches.put_parsed([(sha, fps.parser, partial.to_json())])
     report = _run(corpus, settings)
     row = _ledger(db)[handbook.name]
     assert (row["status"], row["error_category"]) == ("indexed", "partial")

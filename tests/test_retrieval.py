@@ -213,12 +213,12 @@ def test_reindex_quality_gate(corpus: Path, tmp_path: Path, tiny_bgem3: Path) ->
     )
     assert not refused["activated"] and "worse than the margin" in refused["gate"]
     store = Store(str(db), "default")
-    assert store.active().chunk_table == first["chunk_table"]
+    assert store.pointer.active().chunk_table == first["chunk_table"]
     # With a margin that tolerates anything, the same candidate is switched in.
     allowed = reindex_flow(
         str(corpus), tiny, eval_path=str(questions), eval_margin=1.0, eval_mode="dense"
     )
-    assert allowed["activated"] and store.active().chunk_table == allowed["chunk_table"]
+    assert allowed["activated"] and store.pointer.active().chunk_table == allowed["chunk_table"]
     # the BGE-M3 path supports sparse search
     # (the tiny model's lexical weights are random: a long query makes some of them positive)
     query = "The nightly hotel cap depends on the city tier; Tier 1 cities have a cap of 500 CNY"

@@ -75,9 +75,9 @@ def _settings(db: Path, questions: Path, margin: float | None) -> Settings:
 def _snapshot(db: Path) -> dict[str, Any]:
     """The active pointer and every row of the chunk, parent and ledger tables."""
     store = Store(str(db))
-    active = store.active()
+    active = store.pointer.active()
     assert active is not None
-    suffix = store.suffix_of(active.chunk_table)
+    suffix = store.chunks.suffix_of(active.chunk_table)
 
     def rows(name: str, key: str) -> list[dict[str, Any]]:
         data = store.db.open_table(name).to_arrow().to_pylist()
@@ -89,7 +89,7 @@ def _snapshot(db: Path) -> dict[str, Any]:
         "pointer": {k: v for k, v in active.to_row().items() if k != "updated_at"},
         "chunks": rows(active.chunk_table, "chunk_id"),
         "parents": rows(active.parent_table, "parent_id"),
-        "ledger": rows(store.ledger_name(suffix), "doc_id"),
+        "ledger": rows(store.ledger.name(suffix), "doc_id"),
         "versions": {
             "chunks": int(store.db.open_table(active.chunk_table).version),
         },
@@ -239,7 +239,7 @@ def test_readers_never_see_an_unchecked_refresh(folder: Path, tmp_path: Path) ->
     assert len(reader.seen) >= 3
     # Between commits the reader was on the pre-run version and found the old answer.
     assert all(v == version and "500 EUR" in text for v, text in reader.seen), reader.seen
-    assert store.pinned() is None and _snapshot(db)["chunks"] == before["chunks"]
+    assert store.pointer.pinned() is None and _snapshot(db)["chunks"] == before["chunks"]
 
     # A checked run that dies after a commit leaves its pin: readers still see the old state,
     # and the next run (here one without a check) first restores the pinned versions.
@@ -247,12 +247,12 @@ def test_readers_never_see_an_unchecked_refresh(folder: Path, tmp_path: Path) ->
     dying = ReadingExecutor(settings_batches, interrupt=True)
     with pytest.raises(KeyboardInterrupt):
         RefreshEngine(str(folder), settings_batches).refresh(dying)
-    pin = store.pinned()
+    pin = store.pointer.pinned()
     assert pin is not None and dying.seen and dying.seen[0][0] == version
     assert "500 EUR" in _read(settings)[1]
     plain = load_settings(None, {"storage": {"db": str(db)}, "run": {"progress": False}})
     report = RefreshEngine(str(folder), plain).refresh()
-    assert store.pinned() is None
+    assert store.pointer.pinned() is None
     # The interrupted run's commit was undone, so its document is processed again.
     assert report.changed + report.new == 4 and report.failed == 0
     assert "500 EUR" not in _read(plain)[1]  # the unchecked refresh went through

@@ -21,7 +21,7 @@ def _settings(db: Path, **run: Any) -> Settings:
 
 def _rows(db: Path) -> dict[str, tuple[Any, ...]]:
     store = Store(str(db))
-    active = store.active()
+    active = store.pointer.active()
     assert active is not None
     table = store.read_columns(
         active.chunk_table, ["chunk_id", "doc_id", "embed_text", "heading_path", "vector"]
@@ -34,9 +34,9 @@ def _rows(db: Path) -> dict[str, tuple[Any, ...]]:
 
 def _ledger(db: Path) -> dict[str, tuple[Any, ...]]:
     store = Store(str(db))
-    active = store.active()
+    active = store.pointer.active()
     assert active is not None
-    rows = store.ledger(store.suffix_of(active.chunk_table)).values()
+    rows = store.ledger.all(store.chunks.suffix_of(active.chunk_table)).values()
     return {r.path: (r.status, r.content_sha256, r.chunk_count) for r in rows}
 
 

@@ -49,7 +49,7 @@ def test_reindex_switches_after_validation_and_rolls_back(
 
     rebuilt = reindex_flow(str(small_corpus), _settings(db, str(tiny_bgem3)).model_dump_json())
     assert rebuilt["activated"] and rebuilt["parsed"] == 0 and rebuilt["parse_cache_hits"] == 3
-    pointer = store.active()
+    pointer = store.pointer.active()
     assert pointer.chunk_table == rebuilt["chunk_table"]
     assert pointer.previous_chunk_table == first["chunk_table"]
     # the old table is untouched and still readable
@@ -72,7 +72,7 @@ def test_reindex_switches_after_validation_and_rolls_back(
     dropped = retire(_settings(db))
     assert rebuilt["chunk_table"] in dropped
     assert not store.exists(rebuilt["chunk_table"])
-    assert store.active().previous_chunk_table is None
+    assert store.pointer.active().previous_chunk_table is None
     with pytest.raises(ValueError):
         store.drop_model_tables(first["chunk_table"])  # never the active table
 
@@ -91,14 +91,14 @@ def test_validation_failure_keeps_the_old_pointer(
     table.add(rows.slice(0, 1).cast(table.schema))  # a duplicate chunk row
     with pytest.raises(ValidationFailedError, match="duplicate chunk ids"):
         reindex_flow(str(small_corpus), _settings(db, str(tiny_bgem3)).model_dump_json())
-    assert store.active().chunk_table == first["chunk_table"]
+    assert store.pointer.active().chunk_table == first["chunk_table"]
 
 
 def test_second_writer_is_refused_or_waits(small_corpus: Path, tmp_path: Path) -> None:
     db = tmp_path / "db"
     with write_lease(str(db), "default"), pytest.raises(LeaseHeldError, match="another run"):
         refresh_flow(str(small_corpus), _settings(db).model_dump_json())
-    assert Store(str(db), "default").active() is None  # nothing was written
+    assert Store(str(db), "default").pointer.active() is None  # nothing was written
 
     release = threading.Event()
 
@@ -165,6 +165,9 @@ def test_upgrade_with_the_same_tokenizer_reuses_the_active_chunks(
         for key in ("embed_text", "heading_path", "parent_id", "metadata_json"):
             assert row[key] == old[cid][key]
         assert row["vector"] != old[cid]["vector"]  # embedded again by the new weights
-    parents = store.parent_table_name(store.suffix_of(rebuilt["chunk_table"]))
+    parents = store.chunks.parent_name(store.chunks.suffix_of(rebuilt["chunk_table"]))
     assert store.db.open_table(parents).count_rows() > 0
-    assert store.validate(store.suffix_of(rebuilt["chunk_table"]), len(new[cid]["vector"])) == []
+    assert (
+        store.validate(store.chunks.suffix_of(rebuilt["chunk_table"]), len(new[cid]["vector"]))
+        == []
+    )

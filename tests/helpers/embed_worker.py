@@ -120,7 +120,7 @@ def main() -> None:
     settings = EmbedSettings(model=args.model, device="cpu", batch_size=args.batch_size)
     spec = resolve_model(settings)
     embedder = load_embedder(settings, spec)
-    checkpoint = Store(args.db, "default").embedding_cache(spec.table_suffix, spec.dim)
+    checkpoint = Store(args.db, "default").caches.embeddings(spec.table_suffix, spec.dim)
 
     real_encode = embedder._encode  # type: ignore[attr-defined]
     calls = 0

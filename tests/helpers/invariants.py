@@ -16,9 +16,9 @@ def assert_nothing_lost(settings: Settings, source: str) -> dict[str, dict[str, 
     assert report.ok, report.violations
     assert not report.pending, report.pending
     store = Store.from_settings(settings.storage)
-    active = store.active()
+    active = store.pointer.active()
     assert active is not None
-    ledger = store.ledger(store.suffix_of(active.chunk_table))
+    ledger = store.ledger.all(store.chunks.suffix_of(active.chunk_table))
     live = {r.path: r.to_row() for r in ledger.values() if r.status != "deleted"}
     assert all(r["chunk_count"] > 0 for r in live.values() if r["status"] == "indexed")
     return live

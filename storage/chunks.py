@@ -1,0 +1,86 @@
+"""The chunk and parent tables of each embedding model (``chunks__<model>``,
+``parents__<model>``): a model change means new tables, never mixed vectors."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from storage.schema import PARENT_SCHEMA, chunk_schema
+from storage.tables import Tables, add_missing_columns, batches, sql_in
+
+
+class ChunkTables:
+    def __init__(self, tables: Tables) -> None:
+        self.tables = tables
+
+    def name(self, suffix: str) -> str:
+        return self.tables.name("chunks", suffix)
+
+    def parent_name(self, suffix: str) -> str:
+        return self.tables.name("parents", suffix)
+
+    def suffix_of(self, chunk_table: str) -> str:
+        return chunk_table.removeprefix(self.tables.name("chunks") + "__")
+
+    def names(self) -> list[str]:
+        """Every chunk table of the collection, sorted."""
+        return sorted(self.tables.table_names("chunks__"))
+
+    def replace(
+        self,
+        suffix: str,
+        dim: int,
+        doc_ids: Sequence[str],
+        chunk_rows: list[dict[str, Any]],
+        parent_rows: list[dict[str, Any]],
+    ) -> int:
+        """Replace the chunks (and parents) of ``doc_ids`` in one commit per table.
+
+        Rows of these documents that are not in the new set are deleted in the
+        same merge_insert commit, so a reader sees either the old or the new
+        chunks of a document, never none or both. Returns the chunk table version.
+        """
+        schema = chunk_schema(dim)
+        parents = self.tables.open_or_create(self.parent_name(suffix), PARENT_SCHEMA)
+        chunks = self.tables.open_or_create(self.name(suffix), schema)
+        add_missing_columns(chunks, schema)
+        scope = sql_in("doc_id", doc_ids)
+        for table, rows, table_schema, key in (
+            (parents, parent_rows, PARENT_SCHEMA, "parent_id"),
+            (chunks, chunk_rows, schema, "chunk_id"),
+        ):
+            if rows:
+                data = pa.Table.from_pylist(rows, schema=table_schema)
+                (
+                    table.merge_insert(key)
+                    .when_matched_update_all()
+                    .when_not_matched_insert_all()
+                    .when_not_matched_by_source_delete(scope)
+                    .execute(data)
+                )
+            elif doc_ids:
+                table.delete(scope)
+        return int(chunks.version)
+
+    def delete(self, suffix: str, doc_ids: Sequence[str]) -> None:
+        for name in (self.name(suffix), self.parent_name(suffix)):
+            if self.tables.exists(name) and doc_ids:
+                table = self.tables.open(name)
+                for part in batches(list(doc_ids)):
+                    table.delete(sql_in("doc_id", part))
+
+    def tag(self, suffix: str, tag: str) -> int | None:
+        """Tag the chunk table's current version (an existing tag of that name is kept)."""
+        name = self.name(suffix)
+        if not self.tables.exists(name):
+            return None
+        table = self.tables.open(name)
+        version = int(table.version)
+        try:
+            table.tags.create(tag, version)
+        except Exception:  # an existing tag of the same name: keep the first
+            return version
+        return version

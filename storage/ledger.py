@@ -1,0 +1,79 @@
+"""The document ledgers of a collection: one table ``documents__<model>`` per index
+build, one row per source file (storage.records.LedgerRow)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pyarrow as pa
+
+from storage.records import DocStatus, LedgerRow
+from storage.schema import LEDGER_SCHEMA
+from storage.tables import Tables, now
+
+
+class Ledger:
+    def __init__(self, tables: Tables) -> None:
+        self.tables = tables
+
+    def name(self, suffix: str) -> str:
+        return self.tables.name("documents", suffix)
+
+    def all(self, suffix: str) -> dict[str, LedgerRow]:
+        """Every row of one model's ledger, by doc_id (small collections and tests; the
+        planner reads ``columns`` instead)."""
+        rows = self.tables.rows(self.name(suffix))
+        return {r["doc_id"]: LedgerRow.from_row(r) for r in rows}
+
+    def columns(self, suffix: str, columns: Sequence[str]) -> pa.Table:
+        """Selected ledger columns of every document, as Arrow (empty when no ledger yet).
+        The planner reads this instead of ``all()``: a million rows of a few columns
+        are tens of MiB in Arrow and about 2 GiB as Python dicts."""
+        name = self.name(suffix)
+        schema = pa.schema([LEDGER_SCHEMA.field(c) for c in columns])
+        if not self.tables.exists(name):
+            return schema.empty_table()
+        present = [c for c in columns if c in self.tables.open(name).schema.names]
+        data = self.tables.read_columns(name, present)
+        for c in columns:  # a ledger written before a column was added (e.g. etag)
+            if c not in data.schema.names:
+                field = schema.field(c)
+                data = data.append_column(field, pa.nulls(data.num_rows, field.type))
+        return data.select(list(columns)).cast(schema)
+
+    def rows(self, suffix: str, doc_ids: Sequence[str]) -> dict[str, LedgerRow]:
+        """Whole ledger rows of ``doc_ids`` (those present), by doc_id."""
+        name = self.name(suffix)
+        if not doc_ids or not self.tables.exists(name):
+            return {}
+        names = self.tables.open(name).schema.names
+        rows = self.tables.rows_of_documents(name, doc_ids, names)
+        return {r["doc_id"]: LedgerRow.from_row(r) for r in rows}
+
+    def upsert(self, suffix: str, rows: Sequence[LedgerRow]) -> None:
+        if not rows:
+            return
+        stamp = now()
+        full = [r.to_row() | {"updated_at": stamp} for r in rows]
+        table = self.tables.open_or_create(self.name(suffix), LEDGER_SCHEMA)
+        missing = [f for f in LEDGER_SCHEMA if f.name not in table.schema.names]
+        if missing:  # a ledger written before a column was added (e.g. etag): add it, null
+            table.add_columns(missing)
+        data = pa.Table.from_pylist(full, schema=LEDGER_SCHEMA)
+        (
+            table.merge_insert("doc_id")
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute(data)
+        )
+
+    def tombstones(self) -> dict[str, str]:
+        """{doc_id: path} of documents forgotten in any ledger of the collection (status
+        ``forgotten``): the planner keeps them out while their files are in the source."""
+        out: dict[str, str] = {}
+        for name in self.tables.table_names("documents__"):
+            rows = self.tables.read_columns(
+                name, ["doc_id", "path"], f"status = '{DocStatus.FORGOTTEN.value}'"
+            )
+            out.update(zip(*(rows.column(c).to_pylist() for c in ("doc_id", "path")), strict=True))
+        return out

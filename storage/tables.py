@@ -1,0 +1,151 @@
+"""The LanceDB connection of one collection and what every role shares: table names
+(``<collection>__<kind>[__<suffix>]``), open/create, Arrow reads, versions."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pyarrow as pa
+
+_IN_BATCH = 500
+
+
+def add_missing_columns(table: Any, schema: pa.Schema) -> list[str]:
+    """Add the columns of ``schema`` an older table lacks (as nulls): a table written
+    before a column existed (``lang``) takes new rows without a rebuild; the chunker
+    version that came with the column re-chunks its documents, which fills it."""
+    have = set(table.schema.names)
+    missing = [f for f in schema if f.name not in have]
+    if missing:
+        table.add_columns(missing)
+    return [f.name for f in missing]
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def sql_in(column: str, values: Iterable[str]) -> str:
+    quoted = ", ".join("'" + v.replace("'", "''") + "'" for v in values)
+    return f"{column} IN ({quoted})"
+
+
+def batches(values: Sequence[str], size: int = _IN_BATCH) -> Iterable[Sequence[str]]:
+    for start in range(0, len(values), size):
+        yield values[start : start + size]
+
+
+def read_table(table: Any, columns: Sequence[str], where: str | None = None) -> pa.Table:
+    """Selected columns of every (matching) row of an open table (at its checked-out
+    version), as Arrow."""
+    query = table.search().select(list(columns))
+    if where:
+        query = query.where(where)
+    return query.limit(max(int(table.count_rows()), 1)).to_arrow().select(list(columns))
+
+
+class Tables:
+    """The Lance tables of one collection in one LanceDB database."""
+
+    def __init__(
+        self,
+        uri: str,
+        collection: str = "default",
+        storage_options: dict[str, str] | None = None,
+        cache_mib: int = 256,
+    ) -> None:
+        import lancedb
+
+        self.uri = uri
+        self.storage_options = dict(storage_options or {})
+        self.collection = collection
+        # Parse and context caches are written from concurrent task threads; Lance
+        # resolves concurrent commits by retrying, which can give up under contention.
+        self.write_lock = threading.Lock()
+        # A zero consistency interval: every read sees other processes' commits.
+        # Bounded caches: Lance keeps every version and fragment it has read, and a run
+        # commits the parse cache once per document, so unbounded caches grow with the run.
+        cache = cache_mib * 2**20
+        self.db = lancedb.connect(
+            uri,
+            read_consistency_interval=timedelta(0),
+            storage_options=self.storage_options or None,
+            session=lancedb.Session(index_cache_size_bytes=cache, metadata_cache_size_bytes=cache),
+        )
+
+    def name(self, kind: str, suffix: str = "") -> str:
+        return f"{self.collection}__{kind}" + (f"__{suffix}" if suffix else "")
+
+    def exists(self, name: str) -> bool:
+        try:
+            self.db.open_table(name)
+        except ValueError:
+            return False
+        return True
+
+    def open(self, name: str) -> Any:
+        return self.db.open_table(name)
+
+    def open_or_create(self, name: str, schema: pa.Schema) -> Any:
+        if self.exists(name):
+            return self.db.open_table(name)
+        try:
+            return self.db.create_table(name, schema=schema)
+        except (ValueError, OSError):  # created meanwhile by another handle
+            return self.db.open_table(name)
+
+    def read_columns(self, name: str, columns: Sequence[str], where: str | None = None) -> pa.Table:
+        """Selected columns of every (matching) row of a table, as Arrow."""
+        return read_table(self.db.open_table(name), columns, where)
+
+    def rows(self, name: str) -> list[dict[str, Any]]:
+        """Every row of a small table (pointer, runs, erasures), as Python dicts."""
+        if not self.exists(name):
+            return []
+        rows: list[dict[str, Any]] = self.db.open_table(name).to_arrow().to_pylist()
+        return rows
+
+    def rows_of_documents(
+        self, name: str, doc_ids: Sequence[str], columns: Sequence[str]
+    ) -> list[dict[str, Any]]:
+        """The rows of ``doc_ids`` in table ``name`` (selected columns)."""
+        out: list[dict[str, Any]] = []
+        for part in batches(list(doc_ids)):
+            out.extend(self.read_columns(name, columns, sql_in("doc_id", part)).to_pylist())
+        return out
+
+    def table_names(self, prefix: str = "") -> list[str]:
+        """The collection's tables (those whose kind starts with ``prefix``)."""
+        names: list[str] = []
+        token = None
+        while True:
+            resp = self.db.list_tables(page_token=token)
+            names.extend(resp.tables)
+            token = resp.page_token
+            if not token:
+                start = f"{self.collection}__{prefix}"
+                return [n for n in names if n.startswith(start)]
+
+    def version_of(self, name: str) -> int | None:
+        return int(self.db.open_table(name).version) if self.exists(name) else None
+
+    def restore_version(self, name: str, version: int | None) -> int | None:
+        """Make ``name``'s content that of ``version`` again (Lance restore: a new version
+        equal to the old one); ``None`` (a table created since) empties it. The new version."""
+        if not self.exists(name):
+            return None
+        table = self.db.open_table(name)
+        if version is None:
+            table.delete("true")
+        elif int(table.version) != version:
+            table.restore(version)
+        return int(table.version)
+
+    def drop(self, name: str) -> bool:
+        if self.exists(name):
+            self.db.drop_table(name)
+            return True
+        return False
