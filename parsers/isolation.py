@@ -20,8 +20,11 @@ from __future__ import annotations
 import contextlib
 import importlib
 import multiprocessing as mp
+import os
 import queue
+import shutil
 import signal
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -48,10 +51,15 @@ def _resolve_target(target: str) -> Callable[..., ParsedDocument]:
     return cast(Callable[..., ParsedDocument], func)
 
 
-def _child_main(conn: Connection, settings_json: str, target: str = DEFAULT_TARGET) -> None:
+def _child_main(
+    conn: Connection, settings_json: str, target: str = DEFAULT_TARGET, tmpdir: str | None = None
+) -> None:
     """Worker loop: receive a path, send back ('ok', json) or ('err', category, message)."""
     # The parent owns Ctrl-C; the child dies with it.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if tmpdir:  # the child's and its descendants' temp files: removed with the child
+        os.environ["TMPDIR"] = tmpdir
+        tempfile.tempdir = tmpdir
     from parsers.registry import warm_up
 
     parse_file = _resolve_target(target)
@@ -84,9 +92,14 @@ def _child_main(conn: Connection, settings_json: str, target: str = DEFAULT_TARG
 class _Worker:
     def __init__(self, ctx: Any, settings_json: str, target: str) -> None:
         self.conn, child_conn = ctx.Pipe()
+        # Everything the child and what it starts write to the temp directory (docling's
+        # LibreOffice profile and converted copy, rendered pages) goes in one folder that
+        # is removed with the child: a conversion killed at its deadline never runs its own
+        # clean-up, and a night of killed legacy files would otherwise fill /tmp.
+        self.tmpdir = tempfile.mkdtemp(prefix="corpusflow-parser-")
         self.proc = ctx.Process(
             target=_child_main,
-            args=(child_conn, settings_json, target),
+            args=(child_conn, settings_json, target, self.tmpdir),
             daemon=True,
             name="corpusflow-parser",
         )
@@ -142,6 +155,7 @@ class _Worker:
         self.proc.join(timeout=5)
         with contextlib.suppress(Exception):
             self.conn.close()
+        shutil.rmtree(self.tmpdir, ignore_errors=True)
 
     def stop(self) -> None:
         with contextlib.suppress(Exception):
@@ -149,6 +163,7 @@ class _Worker:
         self.proc.join(timeout=2)
         if self.proc.is_alive():
             self.kill()
+        shutil.rmtree(self.tmpdir, ignore_errors=True)
 
 
 class ParserPool:

@@ -531,7 +531,8 @@ def test_hung_libreoffice_is_killed_and_next_file_parses(
 ) -> None:
     pidfile = tmp_path / "soffice.pid"
     fake = tmp_path / "soffice"
-    fake.write_text(f"#!/bin/sh\necho $$ > {pidfile}\nexec sleep 600\n")
+    tmpfile = tmp_path / "soffice.tmpdir"
+    fake.write_text(f'#!/bin/sh\necho $$ > {pidfile}\necho "$TMPDIR" > {tmpfile}\nexec sleep 600\n')
     fake.chmod(0o755)
     monkeypatch.setenv("DOCLING_LIBREOFFICE_CMD", str(fake))  # inherited by the children
     with ParserPool(ParseSettings(timeout_s=8, workers=1)) as pool:
@@ -546,6 +547,10 @@ def test_hung_libreoffice_is_killed_and_next_file_parses(
             time.sleep(0.1)
         alive = psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
         assert not alive, "the hung soffice outlived its parser"
+        # docling's LibreOffice profile and converted copy lived in the child's temp folder
+        soffice_tmp = Path(tmpfile.read_text().strip())
+        assert soffice_tmp.name.startswith("corpusflow-parser-")
+        assert not soffice_tmp.exists(), "the killed conversion's temp files outlived it"
         assert "Day One" in pool.parse(samples_dir / "onboarding.html").markdown
 
 

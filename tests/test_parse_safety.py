@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import socket
+import tempfile
 import time
 import zipfile
 from collections.abc import Iterator
@@ -162,6 +163,9 @@ def test_fifo_is_refused_without_blocking(tmp_path: Path, samples_dir: Path) -> 
 def hanging_parse(path: Path, settings: ParseSettings, metadata: dict[str, Any]) -> ParsedDocument:
     """Blocks like a parser stuck on a file (here: reading a FIFO nobody writes to)."""
     if Path(path).name.startswith("hang"):
+        # Temp files of a parse that never finishes, as a converter leaves them.
+        scratch = tempfile.mkdtemp(prefix="stuck-conversion-")
+        Path(path).with_suffix(".scratch").write_text(scratch)
         fifo = Path(path).with_suffix(".fifo")
         with fifo.open("rb") as fh:  # blocks: no writer ever opens the pipe
             fh.read()
@@ -190,6 +194,9 @@ def test_hung_parser_times_out_and_next_file_parses(tmp_path: Path, samples_dir:
             pool.parse(hang)
         assert err.value.category == Category.TIMEOUT
         assert time.monotonic() - start < 60
+        scratch = Path(hang.with_suffix(".scratch").read_text())
+        assert scratch.name.startswith("stuck-conversion-")
+        assert not scratch.exists(), "the killed parser's temp files outlived it"
         assert "Day One" in pool.parse(samples_dir / "onboarding.html").markdown
 
 
