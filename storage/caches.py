@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 
 from storage.schema import CONTEXT_CACHE_SCHEMA, PARSE_CACHE_SCHEMA, embed_cache_schema
-from storage.tables import Tables, batches, now, sql_in
+from storage.tables import Tables, batches, now, read_table, sql_in
 
 
 class Caches:
@@ -38,9 +38,9 @@ class Caches:
         for name in names:
             kind = name.removeprefix(t.collection + "__")
             key = "embed_key" if kind.startswith("embed_cache") else "cache_key"
-            if not t.exists(name):
+            table = t.find(name)
+            if table is None:
                 continue
-            table = t.open(name)
             with t.write_lock:
                 if not any(key in idx.columns for idx in table.list_indices()):
                     table.create_index(key, config=BTree())
@@ -52,17 +52,12 @@ class Caches:
         return done
 
     def get_parsed(self, sha256: str, parser_fp: str) -> str | None:
-        name = self.tables.name("parse_cache")
-        if not self.tables.exists(name):
+        table = self.tables.find(self.tables.name("parse_cache"))
+        if table is None:
             return None
         key = f"{sha256}:{parser_fp}"
         rows = (
-            self.tables.open(name)
-            .search()
-            .where(f"cache_key = '{key}'")
-            .select(["parsed_json"])
-            .limit(1)
-            .to_list()
+            table.search().where(f"cache_key = '{key}'").select(["parsed_json"]).limit(1).to_list()
         )
         return rows[0]["parsed_json"] if rows else None
 
@@ -96,13 +91,12 @@ class ContextCacheTable:
         self.name = tables.name("context_cache")
 
     def get_many(self, keys: Sequence[str]) -> dict[str, str]:
-        if not keys or not self.tables.exists(self.name):
+        table = self.tables.find(self.name) if keys else None
+        if table is None:
             return {}
         out: dict[str, str] = {}
         for part in batches(list(dict.fromkeys(keys))):
-            rows = self.tables.read_columns(
-                self.name, ["cache_key", "context"], sql_in("cache_key", part)
-            )
+            rows = read_table(table, ["cache_key", "context"], sql_in("cache_key", part))
             out.update(
                 zip(*(rows.column(c).to_pylist() for c in ("cache_key", "context")), strict=True)
             )
@@ -134,9 +128,9 @@ class EmbeddingCache:
         self.dim = dim
 
     def load(self, keys: Sequence[str]) -> dict[str, tuple[np.ndarray, dict[int, float] | None]]:
-        if not keys or not self.tables.exists(self.name):
+        table = self.tables.find(self.name) if keys else None
+        if table is None:
             return {}
-        table = self.tables.open(self.name)
         out: dict[str, tuple[np.ndarray, dict[int, float] | None]] = {}
         for part in batches(list(dict.fromkeys(keys))):
             arrow = table.search().where(sql_in("embed_key", part)).limit(len(part) * 2).to_arrow()
@@ -169,6 +163,5 @@ class EmbeddingCache:
             self.tables.open_or_create(self.name, schema).add(data)
 
     def count(self) -> int:
-        if not self.tables.exists(self.name):
-            return 0
-        return int(self.tables.open(self.name).count_rows())
+        table = self.tables.find(self.name)
+        return int(table.count_rows()) if table is not None else 0

@@ -66,18 +66,20 @@ class ChunkTables:
         return int(chunks.version)
 
     def delete(self, suffix: str, doc_ids: Sequence[str]) -> None:
+        if not doc_ids:
+            return
         for name in (self.name(suffix), self.parent_name(suffix)):
-            if self.tables.exists(name) and doc_ids:
-                table = self.tables.open(name)
+            table = self.tables.find(name)
+            if table is not None:
                 for part in batches(list(doc_ids)):
                     table.delete(sql_in("doc_id", part))
 
     def tag(self, suffix: str, tag: str) -> int | None:
         """Tag the chunk table's current version (an existing tag of that name is kept)."""
         name = self.name(suffix)
-        if not self.tables.exists(name):
+        table = self.tables.find(name)
+        if table is None:
             return None
-        table = self.tables.open(name)
         version = int(table.version)
         try:
             table.tags.create(tag, version)

@@ -9,7 +9,7 @@ import pyarrow as pa
 
 from storage.records import DocStatus, LedgerRow
 from storage.schema import LEDGER_SCHEMA
-from storage.tables import Tables, now
+from storage.tables import Tables, now, read_table
 
 
 class Ledger:
@@ -31,10 +31,10 @@ class Ledger:
         are tens of MiB in Arrow and about 2 GiB as Python dicts."""
         name = self.name(suffix)
         schema = pa.schema([LEDGER_SCHEMA.field(c) for c in columns])
-        if not self.tables.exists(name):
+        table = self.tables.find(name)
+        if table is None:
             return schema.empty_table()
-        present = [c for c in columns if c in self.tables.open(name).schema.names]
-        data = self.tables.read_columns(name, present)
+        data = read_table(table, [c for c in columns if c in table.schema.names])
         for c in columns:  # a ledger written before a column was added (e.g. etag)
             if c not in data.schema.names:
                 field = schema.field(c)
@@ -44,10 +44,10 @@ class Ledger:
     def rows(self, suffix: str, doc_ids: Sequence[str]) -> dict[str, LedgerRow]:
         """Whole ledger rows of ``doc_ids`` (those present), by doc_id."""
         name = self.name(suffix)
-        if not doc_ids or not self.tables.exists(name):
+        table = self.tables.find(name) if doc_ids else None
+        if table is None:
             return {}
-        names = self.tables.open(name).schema.names
-        rows = self.tables.rows_of_documents(name, doc_ids, names)
+        rows = self.tables.rows_of_documents(name, doc_ids, table.schema.names)
         return {r["doc_id"]: LedgerRow.from_row(r) for r in rows}
 
     def upsert(self, suffix: str, rows: Sequence[LedgerRow]) -> None:

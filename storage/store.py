@@ -33,7 +33,7 @@ from storage.chunks import ChunkTables
 from storage.ledger import Ledger
 from storage.pointer import PointerTable, RunLog
 from storage.records import DocStatus
-from storage.tables import Tables
+from storage.tables import Tables, read_table
 
 __all__ = ["ContextCacheTable", "EmbeddingCache", "Store"]
 
@@ -68,13 +68,14 @@ class Store(Tables):
     def validate(self, suffix: str, dim: int) -> list[str]:
         """Problems that make a chunk table unfit to serve (empty list = valid)."""
         name = self.chunks.name(suffix)
-        if not self.exists(name):
+        table = self.find(name)
+        if table is None:
             return [f"table {name} does not exist"]
         problems = []
-        field = self.open(name).schema.field("vector")
+        field = table.schema.field("vector")
         if getattr(field.type, "list_size", None) != dim:
             problems.append(f"vector dimension {getattr(field.type, 'list_size', None)} != {dim}")
-        cols = self.read_columns(name, ["chunk_id", "doc_id"])
+        cols = read_table(table, ["chunk_id", "doc_id"])
         ids = cols.column("chunk_id").to_pylist()
         if len(ids) != len(set(ids)):
             problems.append(f"{len(ids) - len(set(ids))} duplicate chunk ids")

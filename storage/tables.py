@@ -79,19 +79,24 @@ class Tables:
     def name(self, kind: str, suffix: str = "") -> str:
         return f"{self.collection}__{kind}" + (f"__{suffix}" if suffix else "")
 
-    def exists(self, name: str) -> bool:
+    def find(self, name: str) -> Any | None:
+        """The open table, or None when it does not exist (one open, where ``exists``
+        followed by ``open`` would read the table's manifest twice)."""
         try:
-            self.db.open_table(name)
+            return self.db.open_table(name)
         except ValueError:
-            return False
-        return True
+            return None
+
+    def exists(self, name: str) -> bool:
+        return self.find(name) is not None
 
     def open(self, name: str) -> Any:
         return self.db.open_table(name)
 
     def open_or_create(self, name: str, schema: pa.Schema) -> Any:
-        if self.exists(name):
-            return self.db.open_table(name)
+        table = self.find(name)
+        if table is not None:
+            return table
         try:
             return self.db.create_table(name, schema=schema)
         except (ValueError, OSError):  # created meanwhile by another handle
@@ -103,9 +108,10 @@ class Tables:
 
     def rows(self, name: str) -> list[dict[str, Any]]:
         """Every row of a small table (pointer, runs, erasures), as Python dicts."""
-        if not self.exists(name):
+        table = self.find(name)
+        if table is None:
             return []
-        rows: list[dict[str, Any]] = self.db.open_table(name).to_arrow().to_pylist()
+        rows: list[dict[str, Any]] = table.to_arrow().to_pylist()
         return rows
 
     def rows_of_documents(
@@ -130,14 +136,15 @@ class Tables:
                 return [n for n in names if n.startswith(start)]
 
     def version_of(self, name: str) -> int | None:
-        return int(self.db.open_table(name).version) if self.exists(name) else None
+        table = self.find(name)
+        return int(table.version) if table is not None else None
 
     def restore_version(self, name: str, version: int | None) -> int | None:
         """Make ``name``'s content that of ``version`` again (Lance restore: a new version
         equal to the old one); ``None`` (a table created since) empties it. The new version."""
-        if not self.exists(name):
+        table = self.find(name)
+        if table is None:
             return None
-        table = self.db.open_table(name)
         if version is None:
             table.delete("true")
         elif int(table.version) != version:
