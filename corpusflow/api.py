@@ -130,9 +130,7 @@ class Searcher:
         self.parent_table = parent_table
         self.embedder = embedder
         self.table = store.db.open_table(chunk_table)
-        self.parents: Any = None
-        if store.exists(parent_table):
-            self.parents = store.db.open_table(parent_table)
+        self.parents: Any = store.find(parent_table)
         if pinned and pinned.get("chunks") is not None:
             self.table.checkout(int(pinned["chunks"]))
         if pinned and pinned.get("parents") is not None and self.parents is not None:

@@ -254,9 +254,9 @@ def rewrite_without(store: Store, name: str, column: str, values: Sequence[str])
     overwrite commit streamed from the current version; returns the rows removed (no
     commit when there are none)."""
     values = [v for v in dict.fromkeys(values) if v]
-    if not values or not store.exists(name):
+    table = store.find(name) if values else None
+    if table is None:
         return 0
-    table = store.db.open_table(name)
     if column not in table.schema.names:
         return 0
     matching = sum(_count(table, sql_in(column, part)) for part in batches(values))
@@ -294,9 +294,9 @@ def _history_rows(
 ) -> tuple[list[dict[str, Any]], int]:
     """Rows of ``doc_ids`` in every version of table ``name`` (selected columns present
     in each version), and how many versions have any."""
-    if not store.exists(name):
+    handle = store.find(name)
+    if handle is None:
         return [], 0
-    handle = store.db.open_table(name)
     out: list[dict[str, Any]] = []
     with_rows = 0
     try:
@@ -447,9 +447,10 @@ def _forget(store: Store, paths: Sequence[str], settings: Settings, source: str 
     removals += [(n, "chunk_id", sorted(chunk_ids)) for n in kind("staging")]
     had_fts: set[str] = set()
     for name, column, values in removals:
-        if not store.exists(name):
+        table = store.find(name)
+        if table is None:
             continue
-        indexed = bool(store.db.open_table(name).list_indices())
+        indexed = bool(table.list_indices())
         removed = rewrite_without(store, name, column, values)
         if removed and indexed and name.startswith(store.name("chunks") + "__"):
             had_fts.add(name)
@@ -471,7 +472,8 @@ def _forget(store: Store, paths: Sequence[str], settings: Settings, source: str 
 
     # 5. Indexes the overwrite dropped.
     for name in sorted(had_fts):
-        if store.exists(name) and int(store.db.open_table(name).count_rows()):
+        table = store.find(name)
+        if table is not None and int(table.count_rows()):
             receipt.tables[name]["indexes"] = ensure_indexes(store, name, settings.storage)
     store.caches.tidy()  # the caches' key indexes
 

@@ -177,11 +177,12 @@ def evict_embeddings(store: Store) -> dict[str, int]:
             continue
         cache = store.db.open_table(name)
         chunks = store.chunks.name(name.removeprefix(prefix))
-        if not store.exists(chunks):
+        chunk_table = store.find(chunks)
+        if chunk_table is None:
             removed[name] = int(cache.count_rows())
             store.drop(name)
             continue
-        columns = store.db.open_table(chunks).schema.names
+        columns = chunk_table.schema.names
         if "embed_key" in columns:
             keys = store.read_columns(chunks, ["embed_key"]).column("embed_key")
             # Rows written before the column existed: their key is the text's hash.
