@@ -59,6 +59,7 @@ from corpusflow.pipeline import (
     write_batch,
 )
 from corpusflow.plan import Plan, WorkItem, plan_changes
+from corpusflow.runtime import release_free_memory
 from corpusflow.settings import Settings
 from embedding import Embedder, ModelSpec, load_embedder
 from sources import Source, open_source
@@ -490,6 +491,8 @@ class RefreshEngine:
                 self.timer.add("load_model", result.load_s)
             self.timer.add("embed", result.embed_s)
             self.commits += 1
+            with self.timer.time("release_memory"):
+                release_free_memory()
             if self.commits % TIDY_EVERY_COMMITS == 0:
                 # Each commit adds a fragment to the caches; unindexed fragments are
                 # scanned by every lookup, so a long run compacts and indexes them as it goes.
