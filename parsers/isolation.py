@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import logging
 import multiprocessing as mp
 import os
 import queue
@@ -35,6 +36,8 @@ from typing import Any, cast
 from corpusflow.settings import ParseSettings
 from parsers.errors import Category, ParseError
 from parsers.models import ParsedDocument
+
+log = logging.getLogger(__name__)
 
 _POLL_S = 0.05
 _STARTUP_TIMEOUT_S = 180.0
@@ -89,6 +92,24 @@ def _child_main(
             conn.send(("err", Category.CORRUPT.value, f"{type(exc).__name__}: {exc}"[:2000]))
 
 
+_SCRATCH = "corpusflow-parser-"
+
+
+def _remove_orphans() -> int:
+    """Remove the scratch folders of parser pools whose process is gone (a run killed
+    with SIGKILL or by the OOM killer never runs its clean-up); returns how many."""
+    import psutil
+
+    removed = 0
+    for path in Path(tempfile.gettempdir()).glob(f"{_SCRATCH}*-*"):
+        owner = path.name.removeprefix(_SCRATCH).split("-", 1)[0]
+        if not owner.isdigit() or psutil.pid_exists(int(owner)):
+            continue  # a live run's, or not named by this version
+        shutil.rmtree(path, ignore_errors=True)
+        removed += 1
+    return removed
+
+
 class _Worker:
     def __init__(self, ctx: Any, settings_json: str, target: str) -> None:
         self.conn, child_conn = ctx.Pipe()
@@ -96,7 +117,9 @@ class _Worker:
         # LibreOffice profile and converted copy, rendered pages) goes in one folder that
         # is removed with the child: a conversion killed at its deadline never runs its own
         # clean-up, and a night of killed legacy files would otherwise fill /tmp.
-        self.tmpdir = tempfile.mkdtemp(prefix="corpusflow-parser-")
+        # The folder is named after this process, so a run killed before it could remove
+        # its children's folders has them removed by the next pool (``_remove_orphans``).
+        self.tmpdir = tempfile.mkdtemp(prefix=f"{_SCRATCH}{os.getpid()}-")
         self.proc = ctx.Process(
             target=_child_main,
             args=(child_conn, settings_json, target, self.tmpdir),
@@ -182,6 +205,8 @@ class ParserPool:
         self._closed = False
         for _ in range(settings.workers):
             self._idle.put(None)  # started lazily on first use
+        if removed := _remove_orphans():
+            log.info("removed %d parser scratch folders left by killed runs", removed)
 
     def __enter__(self) -> ParserPool:
         return self

@@ -200,6 +200,25 @@ def test_hung_parser_times_out_and_next_file_parses(tmp_path: Path, samples_dir:
         assert "Day One" in pool.parse(samples_dir / "onboarding.html").markdown
 
 
+def test_scratch_folders_of_a_killed_run_are_removed_by_the_next_pool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A SIGKILLed run cannot remove its parser children's folders; the next pool does,
+    and leaves those of runs still alive (and anything not named by a pool) alone."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    gone = psutil.Popen(["true"])
+    gone.wait()
+    orphan = tmp_path / f"corpusflow-parser-{gone.pid}-abc123"
+    live = tmp_path / f"corpusflow-parser-{os.getppid()}-def456"
+    other = tmp_path / "corpusflow-parser-unnamed"
+    for folder in (orphan, live, other):
+        (folder / "lu1234.tmp").mkdir(parents=True)
+    with ParserPool(ParseSettings(timeout_s=60)):
+        pass
+    assert not orphan.exists()
+    assert live.exists() and other.exists()
+
+
 def test_crashing_parser_is_reported_and_next_file_parses(
     tmp_path: Path, samples_dir: Path
 ) -> None:
