@@ -1,0 +1,119 @@
+"""Where the flow process's memory goes as documents are committed.
+
+Usage: python bench/flow_memory.py [--docs 500] [--marks 60,360] [--keep DIR]
+
+Generates ``--docs`` mixed documents (bench/gen_corpus.py) and runs the refresh flow
+in this process (the CLI's flow: Prefect, one task run per document, the ephemeral
+API). When the ledger holds each of ``--marks`` documents it records this process's
+RSS and a census of the live Python objects (count and ``sys.getsizeof`` per type,
+after a full collection). Between the first and last mark it prints the RSS growth
+per document and the types whose objects grew most. RSS that grows much faster than
+the objects is memory freed but kept by the allocator, not a reference held.
+
+Compare allocators with the environment: ``MALLOC_ARENA_MAX=2`` (fewer glibc arenas)
+shows whether the growth is spread over per-thread arenas.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import gc
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+MIB = 2**20
+
+
+def _census() -> tuple[collections.Counter[str], collections.Counter[str]]:
+    gc.collect()
+    count: collections.Counter[str] = collections.Counter()
+    size: collections.Counter[str] = collections.Counter()
+    for obj in gc.get_objects():
+        kind = f"{type(obj).__module__}.{type(obj).__qualname__}"
+        count[kind] += 1
+        size[kind] += sys.getsizeof(obj)
+    return count, size
+
+
+def _indexed(db: Path) -> int:
+    import lancedb
+
+    try:
+        conn = lancedb.connect(str(db))
+        names = [n for n in conn.list_tables().tables if "__documents__" in n]
+        return int(conn.open_table(names[0]).count_rows()) if names else 0
+    except Exception:  # the table is being created
+        return 0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--docs", type=int, default=500)
+    ap.add_argument("--marks", default="60,360")
+    ap.add_argument("--keep", default="", help="work directory to keep (corpus is reused)")
+    args = ap.parse_args()
+    marks = [int(m) for m in args.marks.split(",")]
+    if len(marks) < 2 or marks[-1] > args.docs:
+        raise SystemExit("--marks needs two or more counts, the last at most --docs")
+
+    from corpusflow.runtime import configure_environment
+
+    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="cf-flowmem-"))
+    corpus, db = work / "corpus", work / "db"
+    os.environ["PREFECT_HOME"] = str(work / "prefect")
+    configure_environment()
+    import psutil
+    from gen_corpus import generate
+
+    if not corpus.exists():
+        generate(corpus, args.docs)
+    shutil.rmtree(db, ignore_errors=True)
+    shutil.rmtree(work / "prefect", ignore_errors=True)
+
+    from corpusflow.settings import load_settings
+    from flows.refresh import refresh_flow
+
+    settings = load_settings(None, {"storage": {"db": str(db)}, "run": {"progress": False}})
+    seen: dict[int, tuple[int, Any]] = {}
+
+    def watch() -> None:
+        for mark in marks:
+            while _indexed(db) < mark:
+                time.sleep(2)
+            census = _census()
+            seen[mark] = (psutil.Process().memory_info().rss, census)
+            print(f"at {mark} documents: RSS {seen[mark][0] / MIB:.0f} MiB", flush=True)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    refresh_flow(str(corpus), settings.model_dump_json())
+    watcher.join(timeout=60)
+    first, last = marks[0], marks[-1]
+    if last not in seen:
+        raise SystemExit("the run ended before the last mark")
+    n = last - first
+    (rss0, (count0, size0)), (rss1, (count1, size1)) = seen[first], seen[last]
+    objects = sum(size1.values()) - sum(size0.values())
+    print(
+        f"{first} -> {last} documents: RSS {(rss1 - rss0) / n / 1024:.0f} KiB a document, "
+        f"live Python objects {objects / n / 1024:.1f} KiB a document"
+    )
+    rows = sorted(((size1[k] - size0[k], count1[k] - count0[k], k) for k in size1), reverse=True)
+    for grown, added, kind in rows[:15]:
+        print(f"  {grown / n / 1024:8.2f} KiB {added / n:7.1f} objects a document  {kind}")
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
