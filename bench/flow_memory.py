@@ -66,7 +66,7 @@ def main() -> None:
     if len(marks) < 2 or marks[-1] > args.docs:
         raise SystemExit("--marks needs two or more counts, the last at most --docs")
 
-    from corpusflow.runtime import configure_environment
+    from corpusflow.runtime import configure_environment, start_prefect_api
 
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="cf-flowmem-"))
     corpus, db = work / "corpus", work / "db"
@@ -82,6 +82,8 @@ def main() -> None:
 
     from corpusflow.settings import load_settings
     from flows.refresh import refresh_flow
+
+    start_prefect_api()  # as the CLI does: the server dies with this process, even killed
 
     settings = load_settings(None, {"storage": {"db": str(db)}, "run": {"progress": False}})
     seen: dict[int, tuple[int, Any]] = {}
