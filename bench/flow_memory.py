@@ -73,6 +73,7 @@ def main() -> None:
     os.environ["PREFECT_HOME"] = str(work / "prefect")
     configure_environment()
     import psutil
+    import pyarrow as pa
     from gen_corpus import generate
 
     if not corpus.exists():
@@ -82,6 +83,7 @@ def main() -> None:
 
     from corpusflow.settings import load_settings
     from flows.refresh import refresh_flow
+    from storage.tables import Tables
 
     start_prefect_api()  # as the CLI does: the server dies with this process, even killed
 
@@ -94,7 +96,13 @@ def main() -> None:
                 time.sleep(2)
             census = _census()
             seen[mark] = (psutil.Process().memory_info().rss, census)
-            print(f"at {mark} documents: RSS {seen[mark][0] / MIB:.0f} MiB", flush=True)
+            lance = sum(t.session.size_bytes for t in gc.get_objects() if isinstance(t, Tables))
+            print(
+                f"at {mark} documents: RSS {seen[mark][0] / MIB:.0f} MiB, "
+                f"Lance caches {lance / MIB:.0f} MiB, Arrow pool {pa.total_allocated_bytes() / MIB:.0f} "
+                f"MiB, Python objects {sum(census[1].values()) / MIB:.0f} MiB",
+                flush=True,
+            )
 
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()

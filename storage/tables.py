@@ -69,11 +69,14 @@ class Tables:
         # Bounded caches: Lance keeps every version and fragment it has read, and a run
         # commits the parse cache once per document, so unbounded caches grow with the run.
         cache = cache_mib * 2**20
+        self.session = lancedb.Session(
+            index_cache_size_bytes=cache, metadata_cache_size_bytes=cache
+        )
         self.db = lancedb.connect(
             uri,
             read_consistency_interval=timedelta(0),
             storage_options=self.storage_options or None,
-            session=lancedb.Session(index_cache_size_bytes=cache, metadata_cache_size_bytes=cache),
+            session=self.session,
         )
 
     def name(self, kind: str, suffix: str = "") -> str:
