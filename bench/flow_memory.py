@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import ctypes
 import gc
 import os
 import shutil
@@ -25,6 +26,7 @@ import sys
 import tempfile
 import threading
 import time
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +47,36 @@ def _census() -> tuple[collections.Counter[str], collections.Counter[str]]:
     return count, size
 
 
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena",
+            "ordblks",
+            "smblks",
+            "hblks",
+            "hblkhd",
+            "usmblks",
+            "fsmblks",
+            "uordblks",
+            "fordblks",
+            "keepcost",
+        )
+    ]
+
+
+def _malloc() -> str:
+    """glibc's own view: bytes it has from the system, in use, and free inside it."""
+    try:
+        fn = ctypes.CDLL("libc.so.6").mallinfo2
+    except (OSError, AttributeError):
+        return "malloc n/a"
+    fn.restype = _MallInfo2
+    m = fn()
+    held = (m.arena + m.hblkhd) / MIB
+    return f"malloc holds {held:.0f} MiB, in use {(m.uordblks + m.hblkhd) / MIB:.0f}, free {m.fordblks / MIB:.0f}"
+
+
 def _indexed(db: Path) -> int:
     import lancedb
 
@@ -61,6 +93,13 @@ def main() -> None:
     ap.add_argument("--docs", type=int, default=500)
     ap.add_argument("--marks", default="60,360")
     ap.add_argument("--keep", default="", help="work directory to keep (corpus is reused)")
+    ap.add_argument(
+        "--trace",
+        type=int,
+        default=0,
+        help="trace Python allocations from the first mark on "
+        "with this many frames (slow), and print where those made after the second mark grew",
+    )
     args = ap.parse_args()
     marks = [int(m) for m in args.marks.split(",")]
     if len(marks) < 2 or marks[-1] > args.docs:
@@ -90,17 +129,24 @@ def main() -> None:
     settings = load_settings(None, {"storage": {"db": str(db)}, "run": {"progress": False}})
     seen: dict[int, tuple[int, Any]] = {}
 
+    snapshots: list[Any] = []
+
     def watch() -> None:
         for mark in marks:
             while _indexed(db) < mark:
                 time.sleep(2)
+            if args.trace:
+                # Python allocations (strings included, which the census cannot see).
+                if not tracemalloc.is_tracing():
+                    tracemalloc.start(args.trace)
+                snapshots.append(tracemalloc.take_snapshot())
             census = _census()
             seen[mark] = (psutil.Process().memory_info().rss, census)
             lance = sum(t.session.size_bytes for t in gc.get_objects() if isinstance(t, Tables))
             print(
                 f"at {mark} documents: RSS {seen[mark][0] / MIB:.0f} MiB, "
                 f"Lance caches {lance / MIB:.0f} MiB, Arrow pool {pa.total_allocated_bytes() / MIB:.0f} "
-                f"MiB, Python objects {sum(census[1].values()) / MIB:.0f} MiB",
+                f"MiB, Python objects {sum(census[1].values()) / MIB:.0f} MiB, {_malloc()}",
                 flush=True,
             )
 
@@ -121,6 +167,14 @@ def main() -> None:
     rows = sorted(((size1[k] - size0[k], count1[k] - count0[k], k) for k in size1), reverse=True)
     for grown, added, kind in rows[:15]:
         print(f"  {grown / n / 1024:8.2f} KiB {added / n:7.1f} objects a document  {kind}")
+    if len(snapshots) >= 2:
+        print("Python allocations between the marks, by where they were made (per document):")
+        traced = last - marks[1]
+        for stat in snapshots[-1].compare_to(snapshots[1], "traceback")[:8]:
+            size, blocks = stat.size_diff / traced / 1024, stat.count_diff / traced
+            print(f"  {size:8.2f} KiB {blocks:7.1f} blocks")
+            for line in stat.traceback.format()[-2 * args.trace :]:
+                print("      " + line)
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
 
