@@ -1,6 +1,6 @@
 """Where the flow process's memory goes as documents are committed.
 
-Usage: python bench/flow_memory.py [--docs 500] [--marks 60,360] [--keep DIR]
+Usage: python bench/flow_memory.py [--docs 500] [--marks 60,360] [--keep DIR] [--trace FRAMES]
 
 Generates ``--docs`` mixed documents (bench/gen_corpus.py) and runs the refresh flow
 in this process (the CLI's flow: Prefect, one task run per document, the ephemeral
@@ -8,7 +8,10 @@ API). When the ledger holds each of ``--marks`` documents it records this proces
 RSS and a census of the live Python objects (count and ``sys.getsizeof`` per type,
 after a full collection). Between the first and last mark it prints the RSS growth
 per document and the types whose objects grew most. RSS that grows much faster than
-the objects is memory freed but kept by the allocator, not a reference held.
+the objects is memory freed but kept by the allocator, not a reference held; each mark
+also prints glibc's own figures (``mallinfo2``: held from the system, in use, free inside)
+and the Lance session caches, and ``--trace`` adds tracemalloc (Python allocations,
+strings included) between the second and the last mark.
 
 Compare allocators with the environment: ``MALLOC_ARENA_MAX=2`` (fewer glibc arenas)
 shows whether the growth is spread over per-thread arenas.
