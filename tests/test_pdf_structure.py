@@ -408,6 +408,52 @@ def test_right_to_left_cell_words_in_reading_order() -> None:
     assert join_words(latin) == "a b"
 
 
+def _ruled_grid(cells: list[list[str]], width: float = 240, height: float = 120) -> Any:
+    """Words and borders of a fully ruled grid, one word per line of each cell's text."""
+    from parsers.pdf.primitives import Word
+    from parsers.pdf.tables import Rule
+
+    n_rows, n_cols = len(cells), len(cells[0])
+    rules = [Rule(True, 50 + r * height, 50, 50 + n_cols * width) for r in range(n_rows + 1)]
+    rules += [Rule(False, 50 + c * width, 50, 50 + n_rows * height) for c in range(n_cols + 1)]
+    words = []
+    for r, row in enumerate(cells):
+        for c, text in enumerate(row):
+            for i, line in enumerate(text.split("\n")):
+                top = 60 + r * height + 14 * i
+                left = 60 + c * width
+                words.append(
+                    Word(line, left, top, left + 10 * len(line), top + 10, order=len(words))
+                )
+    return words, rules
+
+
+def test_a_ruled_page_of_chinese_prose_is_layout_not_a_table() -> None:
+    """Chinese prose has no spaces: a cell holding a paragraph must still read as prose
+    (a research report's sidebar and body inside the page's ruling lines), while a
+    ruled table of short Chinese cells stays a table."""
+    from parsers.pdf.tables import find_ruled_tables
+
+    prose = "\n".join(
+        [
+            "公司拟与壶关县人民政府签署金刚线项目投资协议书，",
+            "项目一期计划建设年产四千万千米金刚线产能，预计",
+            "一期总投资额约六点六六亿元，后续项目尚未具体约定。",
+        ]
+    )
+    words, rules = _ruled_grid([[prose, prose], [prose, prose]])
+    assert find_ruled_tables(1, words, rules) == []
+    figures = [
+        ["项目", "二零二一年", "二零二二年"],
+        ["营业收入", "十五亿元", "三十亿元"],
+        ["净利润", "一亿元", "四亿元"],
+    ]
+    words, rules = _ruled_grid(figures)
+    (table,) = find_ruled_tables(1, words, rules)
+    assert (table.n_rows, table.n_cols) == (3, 3)
+    assert [c.text for c in table.cells][:3] == ["项目", "二零二一年", "二零二二年"]
+
+
 def test_columns_of_short_lines_are_not_a_table(tmp_path: Path) -> None:
     path = make_pdf(tmp_path / "columns.pdf", columns_page)
     doc, _parser, _warnings = parse_pdf_offline(path, ParseSettings())

@@ -33,6 +33,7 @@ from parsers.pdf.primitives import (
     Word,
     cluster,
     cluster_values,
+    is_cjk,
     is_mono_face,
     is_rtl,
     iter_pages,
@@ -179,7 +180,9 @@ def _cell_like(texts: Sequence[str]) -> bool:
     filled = [t for t in texts if t.strip()]
     if len(filled) < 4:
         return False
-    n_words = [len(t.split()) for t in filled]
+    # A CJK character counts as a word (as word processors count them): Chinese prose
+    # has no spaces, so splitting on spaces alone read a paragraph as one "word".
+    n_words = [len(t.split()) + sum(1 for ch in t if is_cjk(ch)) for t in filled]
     # A cell of a real table rarely holds a paragraph; a "table" whose cells
     # average more than ~two lines of prose is a boxed text layout.
     return statistics.mean(n_words) <= 20 and max(n_words) <= 80
