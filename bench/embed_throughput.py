@@ -133,6 +133,13 @@ class Result:
         )
 
 
+def hf_tokenizer(embedder: Any) -> Any:
+    """The model's transformers tokenizer (batch calls, vocabulary; the bench loads torch anyway)."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(embedder.spec.path, local_files_only=True)
+
+
 def word_vocab(tokenizer: Any) -> list[str]:
     """Words of the tokenizer's vocabulary that tokenise to exactly one token."""
     words = sorted(
@@ -394,7 +401,7 @@ def main() -> None:
         if not args.skip_minilm:
             settings = EmbedSettings(device=device, batch_size=batch)
             embedder, load_s = load(settings)
-            chunks = make_chunks(embedder.tokenizer(), minilm_chunks, args.minilm_tokens, 0.1, 0)
+            chunks = make_chunks(hf_tokenizer(embedder), minilm_chunks, args.minilm_tokens, 0.1, 0)
             results += measure(
                 "MiniLM-L6 (bundled)", embedder, [chunks], settings, args.repeat, load_s, workdir
             )
@@ -408,7 +415,7 @@ def main() -> None:
             )
             embedder, load_s = load(settings)
             notes.append(f"loaded it in {load_s:.0f} s ({embedder.spec.max_length} max tokens)")
-            tok = embedder.tokenizer()
+            tok = hf_tokenizer(embedder)
             chunks_list = [make_chunks(tok, bge_chunks, t, 0.0, t) for t in bge_tokens]
             results += measure(
                 "BGE-M3 architecture (random)",

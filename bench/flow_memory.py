@@ -127,7 +127,7 @@ def main() -> None:
     from flows.refresh import refresh_flow
     from storage.tables import Tables
 
-    start_prefect_api()  # as the CLI does: the server dies with this process, even killed
+    api = start_prefect_api()  # as the CLI does: the server dies with this process, even killed
 
     settings = load_settings(None, {"storage": {"db": str(db)}, "run": {"progress": False}})
     seen: dict[int, tuple[int, Any]] = {}
@@ -155,7 +155,8 @@ def main() -> None:
 
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
-    refresh_flow(str(corpus), settings.model_dump_json())
+    with api.serving():
+        refresh_flow(str(corpus), settings.model_dump_json())
     watcher.join(timeout=60)
     first, last = marks[0], marks[-1]
     if last not in seen:

@@ -6,6 +6,6 @@ token budget; a context prefix (deterministic by default) situates each chunk.
 """
 
 from chunking.models import Chunk, ChunkSet, Parent, chunker_fingerprint
-from chunking.structure import chunk_document
+from chunking.structure import chunk_document, warm_up
 
-__all__ = ["Chunk", "ChunkSet", "Parent", "chunk_document", "chunker_fingerprint"]
+__all__ = ["Chunk", "ChunkSet", "Parent", "chunk_document", "chunker_fingerprint", "warm_up"]

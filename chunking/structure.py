@@ -6,10 +6,17 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from chunking.docling_chunker import (
+    as_doc_chunk,
+    chunker_module,
+    chunker_tokenizer,
+    hybrid_chunker,
+)
 from chunking.language import detect_languages
 from chunking.models import Chunk, ChunkSet, Contextualizer, Parent, stable_id
 from corpusflow.errors import ConfigurationError
 from corpusflow.settings import ChunkSettings
+from embedding.tokenizer import Tokenizer
 from parsers.models import ParsedDocument
 
 _SENTENCE = re.compile(r"(.+?[.!?。！？])(\s|$)", re.S)
@@ -18,19 +25,25 @@ _SENTENCE = re.compile(r"(.+?[.!?。！？])(\s|$)", re.S)
 class TokenCounter:
     """Counts tokens with the embedding model's own tokenizer."""
 
-    def __init__(self, tokenizer: Any) -> None:
+    def __init__(self, tokenizer: Tokenizer) -> None:
         self.tokenizer = tokenizer
 
     def count(self, text: str) -> int:
-        return len(self.tokenizer.encode(text, add_special_tokens=False))
+        return len(self.tokenizer.encode(text))
 
     def truncate(self, text: str, max_tokens: int) -> str:
         """The longest prefix of ``text`` (original characters) within ``max_tokens``."""
-        enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
-        offsets = enc["offset_mapping"]
+        offsets = self.tokenizer.offsets(text)
         if len(offsets) <= max_tokens:
             return text
         return text[: offsets[max_tokens - 1][1]].rstrip()
+
+
+def warm_up() -> None:
+    """Import docling-core's chunker and load the language profiles now (~2 s of CPU),
+    so the first document does not wait for them."""
+    chunker_module()
+    detect_languages(["warm-up"])
 
 
 def _first_sentence(text: str, limit: int = 200) -> str:
@@ -76,7 +89,7 @@ class DeterministicContext:
 def chunk_document(
     parsed: ParsedDocument,
     doc_id: str,
-    tokenizer: Any,
+    tokenizer: Tokenizer,
     max_tokens: int,
     settings: ChunkSettings,
     contextualizer: Contextualizer | None = None,
@@ -86,10 +99,6 @@ def chunk_document(
     ``contextualizer`` writes the context prefixes (default: DeterministicContext when
     ``settings.contextual`` is "deterministic"; required for "llm").
     """
-    from docling_core.transforms.chunker.hierarchical_chunker import DocChunk
-    from docling_core.transforms.chunker.hybrid_chunker import HybridChunker
-    from docling_core.transforms.chunker.tokenizer.huggingface import HuggingFaceTokenizer
-
     counter = TokenCounter(tokenizer)
     budget = _context_budget(max_tokens, settings)
     if settings.strategy == "fixed":
@@ -104,8 +113,8 @@ def chunk_document(
         return _assemble(parsed, doc_id, pieces, counter, budget, settings, contextualizer)
     # Headings are carried in heading_path and the context prefix; the chunker's
     # own limit leaves room for the prefix so the embedded text fits the model.
-    chunker = HybridChunker(
-        tokenizer=HuggingFaceTokenizer(tokenizer=tokenizer, max_tokens=max_tokens - budget),
+    chunker = hybrid_chunker(
+        tokenizer=chunker_tokenizer(tokenizer, max_tokens - budget),
         merge_peers=settings.merge_peers,
         repeat_table_header=True,
     )
@@ -113,7 +122,7 @@ def chunk_document(
     order = {item.self_ref: idx for idx, (item, _level) in enumerate(doc.iterate_items())}
     placed: list[tuple[int, str, tuple[str, ...], tuple[int, ...]]] = []
     for base_chunk in chunker.chunk(dl_doc=doc):
-        dchunk = DocChunk.model_validate(base_chunk)
+        dchunk = as_doc_chunk(base_chunk)
         text = dchunk.text.strip()
         if not text:
             continue
@@ -175,8 +184,7 @@ def _bare_headings(
 
 def fixed_windows(text: str, counter: TokenCounter, size: int, overlap: int) -> list[str]:
     """Consecutive windows of ``size`` tokens (``overlap`` shared), cut at token offsets."""
-    enc = counter.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
-    offsets = enc["offset_mapping"]
+    offsets = counter.tokenizer.offsets(text)
     step = max(1, size - min(overlap, size - 1))
     out = []
     for start in range(0, len(offsets), step):
@@ -298,13 +306,9 @@ def _split_tokens(text: str, counter: TokenCounter, max_tokens: int) -> list[str
         if counter.count(sentence) <= max_tokens:
             current = sentence
         else:
-            ids = counter.tokenizer.encode(sentence, add_special_tokens=False)
+            ids = counter.tokenizer.encode(sentence)
             for start in range(0, len(ids), max_tokens):
-                pieces.append(
-                    counter.tokenizer.decode(
-                        ids[start : start + max_tokens], skip_special_tokens=True
-                    )
-                )
+                pieces.append(counter.tokenizer.decode(ids[start : start + max_tokens]))
             current = ""
     if current:
         pieces.append(current)

@@ -98,20 +98,31 @@ def _refresh(
     if not engine.has_work:
         return engine.run(InProcessExecutor()).to_dict()
     from corpusflow.runtime import start_prefect_api
-    from flows.refresh import hand_over, refresh_flow, release
 
-    token = hand_over(engine)
+    token, api = "", None
     try:
-        start_prefect_api()
-        return refresh_flow(
-            source,
-            settings.model_dump_json(),
-            force_delete=force_delete,
-            only_failed=only_failed,
-            prepared=token,
-        )
+        api = start_prefect_api()  # returns once spawned: the server starts meanwhile
+        engine.warm_up()  # as do the parser processes
+        from flows.refresh import hand_over, refresh_flow
+
+        token = hand_over(engine)
+        with api.serving():
+            return refresh_flow(
+                source,
+                settings.model_dump_json(),
+                force_delete=force_delete,
+                only_failed=only_failed,
+                prepared=token,
+            )
     finally:
-        release(token)
+        if api is not None:
+            api.stop()  # stopped already unless something failed before serving
+        if token:
+            from flows.refresh import release
+
+            release(token)
+        else:
+            engine.stack.close()
 
 
 AllGroupsOpt = Annotated[
@@ -253,19 +264,20 @@ def reindex(
     from corpusflow.runtime import start_prefect_api
     from flows.reindex import reindex_flow
 
-    start_prefect_api()
-    report = _run_flow(
-        source,
-        settings,
-        lambda: reindex_flow(
+    api = start_prefect_api()
+    with api.serving():
+        report = _run_flow(
             source,
-            settings.model_dump_json(),
-            force_delete=force_delete,
-            eval_path=str(eval_file) if eval_file else None,
-            eval_margin=margin,
-            eval_mode=mode,
-        ),
-    )
+            settings,
+            lambda: reindex_flow(
+                source,
+                settings.model_dump_json(),
+                force_delete=force_delete,
+                eval_path=str(eval_file) if eval_file else None,
+                eval_margin=margin,
+                eval_mode=mode,
+            ),
+        )
     _print_report(report)
     if report.get("gate"):
         typer.echo(f"quality gate: {report['gate']}")
@@ -329,8 +341,8 @@ def maintain(
     from flows.maintenance import maintain_flow
 
     try:
-        start_prefect_api()
-        report = maintain_flow(settings.model_dump_json())
+        with start_prefect_api().serving():
+            report = maintain_flow(settings.model_dump_json())
     except CorpusflowError as exc:
         _fail_on(exc)
     typer.echo(json.dumps(report, indent=2, default=str))

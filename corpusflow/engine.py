@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from chunking import warm_up as warm_up_chunking
 from chunking.models import Contextualizer
 from corpusflow.errors import (
     Category,
@@ -62,6 +63,7 @@ from corpusflow.plan import Plan, WorkItem, plan_changes
 from corpusflow.runtime import release_free_memory
 from corpusflow.settings import Settings
 from embedding import Embedder, ModelSpec, load_embedder
+from embedding.query_encoder import load_document_embedder
 from sources import Source, open_source
 from storage import Store, collection_lease
 from storage.records import PlanReason, Pointer, RunRecord
@@ -160,23 +162,27 @@ class Job:
     fps: Fingerprints
     progress: Progress
     _embedder: Embedder | None = None
+    _kit: StageKit | None = None
 
     @property
     def embedder(self) -> Embedder:
         """Built on first use: a refresh with nothing to embed never loads a model."""
         if self._embedder is None:
-            self._embedder = load_embedder(self.settings.embed, self.spec)
+            self._embedder = load_document_embedder(self.settings.embed, self.spec)
         return self._embedder
 
     def local_kit(self, stack: ExitStack) -> StageKit:
-        from parsers import ParserPool
+        """The kit for processing documents in this process; built once per job."""
+        if self._kit is None:
+            from parsers import ParserPool
 
-        return StageKit(
-            store=self.store,
-            pool=stack.enter_context(ParserPool(self.settings.parse)),
-            tokenizer=self.embedder.tokenizer(),
-            contextualizer=make_contextualizer(self.settings, self.store),
-        )
+            self._kit = StageKit(
+                store=self.store,
+                pool=stack.enter_context(ParserPool(self.settings.parse)),
+                tokenizer=self.embedder.tokenizer(),
+                contextualizer=make_contextualizer(self.settings, self.store),
+            )
+        return self._kit
 
     def write(self, batch: list[Processed], embedder: Embedder | None = None) -> BatchWritten:
         """Embed (here, or with ``embedder``, e.g. on cluster workers) and commit."""
@@ -310,6 +316,18 @@ class RefreshEngine:
     @property
     def has_work(self) -> bool:
         return bool(self.plan and self.plan.work)
+
+    def warm_up(self) -> None:
+        """Start the parser processes the plan needs now (they import their libraries
+        in the background), load the tokenizer and the chunker, so that an orchestrator
+        starting meanwhile overlaps with them. Processing in this process only (a Dask run's
+        workers build their own)."""
+        if not self.has_work or self.settings.run.task_runner == "dask":
+            return
+        assert self.plan is not None
+        kit = self.job.local_kit(self.stack)
+        kit.pool.start(min(self.settings.parse.workers, len(self.plan.work)))
+        warm_up_chunking()
 
     # -- internals ----------------------------------------------------------------
     def _prepare(self) -> None:

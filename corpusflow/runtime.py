@@ -1,12 +1,17 @@
-"""Process set-up done once by the CLI before Prefect is imported, and handing freed
-memory back to the operating system during a long run."""
+"""Process set-up: the CLI's environment, the run's Prefect API, imports that skip an
+optional heavy package, and handing freed memory back to the operating system."""
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import importlib
+import importlib.abc
 import os
 import sys
+import threading
+from collections.abc import Iterator
+from types import ModuleType
 from typing import Any
 
 
@@ -28,6 +33,51 @@ def configure_environment() -> None:
     }
     for key, value in defaults.items():
         os.environ.setdefault(key, value)
+
+
+class _Unimportable(importlib.abc.MetaPathFinder):
+    """Makes some packages unimportable, for the thread that installed it only."""
+
+    def __init__(self, packages: tuple[str, ...]) -> None:
+        self.packages = packages
+        self.thread = threading.get_ident()
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> None:
+        if threading.get_ident() == self.thread and name.partition(".")[0] in self.packages:
+            raise ImportError(f"{name} is not imported here (corpusflow import_without)", name=name)
+        return None
+
+
+_import_lock = threading.Lock()
+
+
+def import_without(module: str, *packages: str) -> ModuleType:
+    """Import ``module`` with ``packages`` unimportable for this thread.
+
+    For libraries that import an optional heavy package at import time only to probe for
+    it or to annotate a type: docling's VLM options and docling-core's HuggingFace
+    tokenizer wrapper import transformers (~2-5 s of CPU per process, ~10 s with the
+    torch it imports) for features corpusflow does not use. Those modules record the package as missing, which
+    matters only to the features that use it; other threads import normally, nothing is
+    blocked once a package is loaded, and if ``module`` turns out to need one it is
+    imported again without the block.
+    """
+    if module in sys.modules:
+        return sys.modules[module]
+    blocked = tuple(p for p in packages if p not in sys.modules)
+    if not blocked:
+        return importlib.import_module(module)
+    with _import_lock:
+        guard = _Unimportable(blocked)
+        sys.meta_path.insert(0, guard)
+        try:
+            return importlib.import_module(module)
+        except ImportError as exc:
+            if (exc.name or "").partition(".")[0] not in blocked:
+                raise
+        finally:
+            sys.meta_path.remove(guard)
+    return importlib.import_module(module)  # it needs them after all
 
 
 # Run by the watchdog child: ask the kernel for SIGTERM when its parent dies
@@ -58,33 +108,148 @@ while True:
 """
 
 
-def start_prefect_api() -> None:
-    """Start Prefect's ephemeral API now (unless PREFECT_API_URL names a server) and make
-    sure it dies with this process, even when this process is SIGKILLed (an OOM killer,
-    an operator): Prefect stops it only from an atexit hook, which a kill skips, and the
-    orphaned uvicorn (~260 MB) would outlive the run. Linux only; elsewhere a no-op."""
-    import subprocess
-    import sys
+class PrefectAPI:
+    """The run's ephemeral Prefect API, or nothing when PREFECT_API_URL names a server.
 
-    if not sys.platform.startswith("linux"):
-        return
-    from prefect.server.api.server import SubprocessASGIServer
-    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED
+    Prefect's own ephemeral mode (``SubprocessASGIServer``) imports Prefect's whole server
+    package into this process just to start it (~3-4 s of CPU) and then blocks until it
+    answers (~5-9 s). This starts the same uvicorn command (same factory, same settings:
+    no UI, ephemeral, SQLite in PREFECT_HOME) without either: ``start_prefect_api``
+    returns as soon as the process is spawned, so the caller starts its parser processes
+    while the server imports, and ``serving()`` waits for it and points Prefect at it.
 
-    if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
-        return
+    The server dies with this process even when this process is SIGKILLed (an OOM killer,
+    an operator): a watchdog child with a parent-death signal stops it, where Prefect's
+    own atexit hook would be skipped and the orphaned uvicorn (~260 MB) outlive the run.
+    """
 
-    server = SubprocessASGIServer()
-    server.start()
-    process = server.server_process
-    if process is None or getattr(server, "_corpusflow_watchdog", None) is not None:
-        return
-    server._corpusflow_watchdog = subprocess.Popen(  # type: ignore[attr-defined]
-        # No preexec_fn: that would fork this process (lancedb warns, rightly, about
-        # forking its runtime); the child sets its parent-death signal itself.
-        [sys.executable, "-S", "-c", _WATCHDOG, str(process.pid), str(os.getpid())],
-        stdin=subprocess.DEVNULL,
-    )
+    def __init__(self) -> None:
+        self.process: Any = None
+        self.watchdog: Any = None
+        self.url = ""
+
+    def start(self) -> PrefectAPI:
+        import socket
+        import subprocess
+
+        from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED
+
+        if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
+            return self  # a configured server, or ephemeral mode switched off: Prefect's call
+        with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        import prefect
+
+        self.url = f"http://127.0.0.1:{port}/api"
+        env = {
+            **os.environ,
+            "PREFECT_UI_ENABLED": "0",
+            "PREFECT__SERVER_EPHEMERAL": "1",
+            "PREFECT__SERVER_FINAL": "1",
+        }
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "--app-dir",
+                str(prefect.__module_path__.parent),
+                "--factory",
+                "prefect.server.api.server:create_app",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--log-level",
+                "error",
+                "--lifespan",
+                "on",
+            ],
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
+        if sys.platform.startswith("linux"):
+            self.watchdog = subprocess.Popen(
+                # No preexec_fn: that would fork this process (lancedb warns, rightly,
+                # about forking its runtime); the child sets its parent-death signal itself.
+                [sys.executable, "-S", "-c", _WATCHDOG, str(self.process.pid), str(os.getpid())],
+                stdin=subprocess.DEVNULL,
+            )
+        return self
+
+    def wait(self) -> None:
+        """Block until the server answers; a clear error if it exits or never does."""
+        if self.process is None:
+            return
+        import time
+        import urllib.error
+        import urllib.request
+
+        from prefect.settings import PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
+
+        from corpusflow.errors import ConfigurationError
+
+        deadline = time.monotonic() + float(
+            PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()
+        )
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise ConfigurationError(
+                    f"the ephemeral Prefect API exited with code {self.process.returncode} "
+                    "while starting; set PREFECT_API_URL to a running server, or see its "
+                    "output above"
+                )
+            try:
+                with urllib.request.urlopen(f"{self.url}/health", timeout=2) as response:
+                    if response.status == 200:
+                        return
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(0.05)
+        self.stop()
+        raise ConfigurationError(
+            "the ephemeral Prefect API did not answer within "
+            f"{PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()} s "
+            "(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS); set PREFECT_API_URL to a "
+            "running server"
+        )
+
+    @contextlib.contextmanager
+    def serving(self) -> Iterator[None]:
+        """Wait for the server, run the body against it, then stop it."""
+        if self.process is None:
+            yield
+            return
+        from prefect.settings import PREFECT_API_URL, temporary_settings
+
+        try:
+            self.wait()
+            # Child processes started in the body (a local Dask cluster's workers) find
+            # the API through the environment; this process through its settings.
+            os.environ["PREFECT_API_URL"] = self.url
+            with temporary_settings(updates={PREFECT_API_URL: self.url}):
+                yield
+        finally:
+            os.environ.pop("PREFECT_API_URL", None)
+            self.stop()
+
+    def stop(self) -> None:
+        for proc in (self.process, self.watchdog):
+            if proc is None or proc.poll() is not None:
+                continue
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except Exception:
+                proc.kill()
+                proc.wait()
+
+
+def start_prefect_api() -> PrefectAPI:
+    """Spawn the run's ephemeral Prefect API (unless a server is configured) and return at
+    once; ``with api.serving():`` around the flow call waits for it and stops it after."""
+    return PrefectAPI().start()
 
 
 _trim: Any = None

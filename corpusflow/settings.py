@@ -173,6 +173,13 @@ class EmbedSettings(_Section):
     )
     device: Literal["auto", "cpu", "cuda"] = "auto"
     batch_size: int = Field(32, ge=1)
+    numpy_texts: int = Field(
+        256,
+        ge=0,
+        description="Chunks a run embeds with the NumPy encoder (same vectors, no torch start) "
+        "before it starts the model's own backend, for dense BERT models it can reproduce "
+        "(the bundled MiniLM; not BGE-M3). About what starting torch costs; 0 = never.",
+    )
     max_length: int = Field(0, ge=0, description="Max tokens per input; 0 = the preset's default.")
     checkpoint_every: int = Field(
         1,

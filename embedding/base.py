@@ -14,7 +14,7 @@ import numpy as np
 from corpusflow.errors import Category, ConfigurationError, DocumentError
 
 if TYPE_CHECKING:
-    from transformers import PreTrainedTokenizerBase
+    from embedding.tokenizer import Tokenizer
 
 
 class EmbeddingError(DocumentError):
@@ -95,7 +95,7 @@ class Embedder(Protocol):
     @property
     def has_sparse(self) -> bool: ...
 
-    def tokenizer(self) -> PreTrainedTokenizerBase: ...
+    def tokenizer(self) -> Tokenizer: ...
 
     def embed(self, texts: Sequence[str], batch_size: int) -> Embeddings: ...
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from embedding.base import Embeddings, ModelSpec
 from embedding.runtime import LazyModel, encode_with_halving
+from embedding.tokenizer import Tokenizer, load_tokenizer
 
 
 def _load(spec: ModelSpec, device: str) -> Any:
@@ -46,10 +47,8 @@ class BGEM3Embedder:
         self.colbert = colbert
         self.model = LazyModel(spec, device, _load)
 
-    def tokenizer(self) -> Any:
-        from transformers import AutoTokenizer
-
-        return AutoTokenizer.from_pretrained(self.spec.path, local_files_only=True)
+    def tokenizer(self) -> Tokenizer:
+        return load_tokenizer(self.spec.path)
 
     def _encode(self, batch: list[str]) -> Embeddings:
         import torch

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from embedding.base import Embedder, Embeddings, ModelSpec
+from embedding.tokenizer import Tokenizer, load_tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -316,19 +317,30 @@ class NumpyBertEncoder:
             return np.stack([self.encode_one(t) for t in texts]).astype(np.float32)
 
 
-class QueryEmbedder:
-    """The Embedder a searcher uses: the NumPy encoder when the model allows it, else
-    (or if it fails to load) the backend's own embedder, chosen on first use."""
+class NumpyFirstEmbedder:
+    """The NumPy encoder while it is cheaper than starting the backend, then (or if the
+    model does not allow it, or it fails to load) the backend's own embedder.
+
+    ``budget`` is how many texts the NumPy path may encode before the backend takes
+    over: None for queries (one text per search, always NumPy); for documents about as
+    many as the backend's start costs (importing torch and transformers, ~10 s of CPU,
+    is ~300 chunks of NumPy encoding). A batch larger than what is left goes to the
+    backend, and once the backend is loaded every batch does, so a large run pays the
+    start once and a nightly run with a few changed documents never pays it.
+    """
 
     has_sparse = False  # only dense-only sentence-transformers models come here
 
-    def __init__(self, spec: ModelSpec, fallback: Callable[[], Embedder]) -> None:
+    def __init__(
+        self, spec: ModelSpec, fallback: Callable[[], Embedder], budget: int | None = None
+    ) -> None:
         self.spec = spec
         self._make_fallback = fallback
         self._fallback: Embedder | None = None
         self._lock = threading.Lock()
         self._fast: NumpyBertEncoder | None = None
         self._decided = False
+        self.budget = budget
         self.reason = ""  # why the fast path is not used (tests and `--verbose` read it)
 
     @property
@@ -340,34 +352,61 @@ class QueryEmbedder:
                         self._fast = NumpyBertEncoder(self.spec)
                     except Exception as exc:  # unsupported or unreadable: today's path
                         self.reason = f"{type(exc).__name__}: {exc}"
-                        log.debug("query encoder falls back to %s: %s", self.spec.backend, exc)
+                        log.debug("NumPy encoder falls back to %s: %s", self.spec.backend, exc)
                     self._decided = True
         return self._fast
 
     @property
     def fallback(self) -> Embedder:
-        """Today's embedder (sentence-transformers), built only when it is needed."""
-        if self._fallback is None:
-            self._fallback = self._make_fallback()
-        return self._fallback
+        """The backend's embedder (sentence-transformers), built only when it is needed."""
+        with self._lock:
+            if self._fallback is None:
+                self._fallback = self._make_fallback()
+            return self._fallback
 
-    def tokenizer(self) -> Any:
-        return self.fallback.tokenizer()
+    def tokenizer(self) -> Tokenizer:
+        return load_tokenizer(self.spec.path)
+
+    def _numpy_takes(self, n: int) -> bool:
+        with self._lock:
+            if self.budget is None:
+                return True
+            if self._fallback is not None or n > self.budget:
+                self.budget = 0
+                return False
+            self.budget -= n
+            return True
 
     def embed(self, texts: Sequence[str], batch_size: int) -> Embeddings:
         fast = self.fast
-        if fast is None or not texts:
+        if fast is None or not texts or not self._numpy_takes(len(texts)):
             return self.fallback.embed(texts, batch_size)
         return Embeddings(dense=fast.encode(texts), sparse=None)
 
 
 def load_query_embedder(settings: Any, spec: ModelSpec) -> Embedder:
     """The embedder for queries against a table built with ``spec``."""
+    return _numpy_first(settings, spec, None)
+
+
+def load_document_embedder(settings: Any, spec: ModelSpec) -> Embedder:
+    """The embedder for a run's chunks: NumPy for the first ``embed.numpy_texts`` texts
+    when the model allows it, the backend after."""
+    if not settings.numpy_texts:
+        return _backend(settings, spec)
+    return _numpy_first(settings, spec, settings.numpy_texts)
+
+
+def _backend(settings: Any, spec: ModelSpec) -> Embedder:
     from embedding.presets import load_embedder
 
+    return load_embedder(settings, spec)
+
+
+def _numpy_first(settings: Any, spec: ModelSpec, budget: int | None) -> Embedder:
     try:
         inspect_model(spec)
     except Unsupported as exc:
-        log.debug("query encoder: %s stays on %s: %s", spec.model_id, spec.backend, exc)
-        return load_embedder(settings, spec)
-    return QueryEmbedder(spec, lambda: load_embedder(settings, spec))
+        log.debug("NumPy encoder: %s stays on %s: %s", spec.model_id, spec.backend, exc)
+        return _backend(settings, spec)
+    return NumpyFirstEmbedder(spec, lambda: _backend(settings, spec), budget)

@@ -47,6 +47,11 @@ _FORMATS = {
 
 @functools.lru_cache(maxsize=1)
 def get_converter() -> Any:
+    from corpusflow.runtime import import_without
+
+    # docling's VLM options import transformers (~2-5 s of CPU per parser process) only
+    # to annotate a field; the models that need it import it when they are built.
+    import_without("docling.document_converter", "transformers")
     from docling.datamodel.base_models import InputFormat
     from docling.document_converter import DocumentConverter, PowerpointFormatOption
 

@@ -77,9 +77,12 @@ def _child_main(
         try:
             job = conn.recv()
         except (EOFError, KeyboardInterrupt):
-            return
+            job = None
         if job is None:
-            return
+            # Nothing is left to flush (every result went back), and an orderly exit
+            # runs the parser libraries' teardown (thread pools, model sessions) for
+            # seconds, which the pool would wait out and then kill anyway.
+            os._exit(0)
         path, metadata = job
         try:
             doc = parse_file(Path(path), settings, metadata)
@@ -224,6 +227,25 @@ class ParserPool:
                 break
             if worker is not None:
                 worker.stop()
+
+    def start(self, n: int) -> None:
+        """Start up to ``n`` parser processes now, without waiting for them: they import
+        their libraries while the caller does other work (starting an orchestrator).
+        The others still start on first use."""
+        started: list[_Worker | None] = []
+        with self._lock:
+            if self._closed:
+                return
+            while len(started) < n:
+                try:
+                    worker = self._idle.get_nowait()
+                except queue.Empty:
+                    break
+                if worker is None:
+                    worker = _Worker(self._ctx, self._settings_json, self.target)
+                started.append(worker)
+        for worker in started:
+            self._idle.put(worker)
 
     def parse(self, path: str | Path, metadata: dict[str, Any] | None = None) -> ParsedDocument:
         """Parse one file in a child process; raises ParseError on any failure."""

@@ -43,13 +43,13 @@ class CountingEmbedder:
 @pytest.fixture()
 def counting(monkeypatch: pytest.MonkeyPatch) -> list[CountingEmbedder]:
     made: list[CountingEmbedder] = []
-    real = engine_module.load_embedder
+    real = engine_module.load_document_embedder
 
     def load(*args: Any, **kwargs: Any) -> CountingEmbedder:
         made.append(CountingEmbedder(real(*args, **kwargs)))
         return made[-1]
 
-    monkeypatch.setattr(engine_module, "load_embedder", load)
+    monkeypatch.setattr(engine_module, "load_document_embedder", load)
     return made
 
 

@@ -109,3 +109,34 @@ def test_out_of_memory_halves_the_batch(tiny_bgem3: Path) -> None:
     out = embedder.embed(TEXTS * 2, batch_size=8)
     assert out.dense.shape == (8, 32)
     assert sizes[:3] == [8, 4, 2]
+
+
+def test_a_run_embeds_with_numpy_until_its_budget_then_with_the_backend() -> None:
+    from embedding.query_encoder import NumpyFirstEmbedder, load_document_embedder
+    from embedding.st_backend import SentenceTransformerEmbedder
+
+    settings = EmbedSettings(numpy_texts=5)
+    spec = resolve_model(settings)
+    embedder = load_document_embedder(settings, spec)
+    assert isinstance(embedder, NumpyFirstEmbedder)
+    first = embedder.embed(TEXTS[:3], batch_size=8)  # 3 of 5: NumPy, no backend yet
+    assert embedder._fallback is None
+    second = embedder.embed(TEXTS[:3], batch_size=8)  # 3 > the 2 left: the backend
+    assert isinstance(embedder._fallback, SentenceTransformerEmbedder)
+    assert embedder._fallback.model.encode_calls == 1
+    embedder.embed(TEXTS[:1], batch_size=8)  # once loaded, the backend takes every batch
+    assert embedder._fallback.model.encode_calls == 2
+    cosine = np.sum(first.dense * second.dense, axis=1)
+    assert cosine.min() > 0.9999  # the same vectors either way
+    assert isinstance(
+        load_document_embedder(EmbedSettings(numpy_texts=0), spec), SentenceTransformerEmbedder
+    )
+
+
+def test_bge_m3_documents_always_go_to_its_backend(tiny_bgem3: Path) -> None:
+    from embedding.bgem3_backend import BGEM3Embedder
+    from embedding.query_encoder import load_document_embedder
+
+    settings = EmbedSettings(model=str(tiny_bgem3))
+    embedder = load_document_embedder(settings, resolve_model(settings))
+    assert isinstance(embedder, BGEM3Embedder)  # its sparse head needs torch

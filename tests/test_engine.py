@@ -219,3 +219,37 @@ def test_memory_freed_on_worker_threads_goes_back_to_the_os() -> None:
     freed_before, freed_after = rss("release")
     assert kept_after > kept_before - 50 * 2**20  # nothing returns on its own
     assert freed_after < freed_before - 200 * 2**20  # ~400 MB freed, most of it returned
+
+
+def test_a_small_refresh_imports_neither_torch_nor_transformers(
+    corpus: Path, tmp_path: Path
+) -> None:
+    """Parsing happens in the parser processes; chunking counts tokens with `tokenizers`
+    and a few chunks embed with the NumPy encoder, so this process never pays torch."""
+    script = tmp_path / "refresh_once.py"
+    script.write_text(
+        f"""
+import sys
+from corpusflow.engine import InProcessExecutor, RefreshEngine
+from corpusflow.settings import load_settings
+
+if __name__ == "__main__":
+    settings = load_settings(None, {{"storage": {{"db": {str(tmp_path / "db")!r}}},
+                                     "run": {{"progress": False}}}})
+    report = RefreshEngine({str(corpus)!r}, settings).refresh(InProcessExecutor())
+    assert report.new == 7 and report.failed == 0 and report.chunks_written > 0, report
+    heavy = ("torch", "transformers", "sentence_transformers", "sklearn", "docling")
+    print(sorted(m for m in heavy if m in sys.modules))
+"""
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    out = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]"

@@ -18,7 +18,7 @@ import pytest
 from corpusflow.api import Searcher, active_spec
 from corpusflow.settings import EmbedSettings, Settings, load_settings
 from embedding import load_embedder, resolve_model
-from embedding.query_encoder import NumpyBertEncoder, QueryEmbedder, load_query_embedder
+from embedding.query_encoder import NumpyBertEncoder, NumpyFirstEmbedder, load_query_embedder
 from storage import Store
 
 REPO = Path(__file__).resolve().parents[1]
@@ -118,7 +118,7 @@ def _backend_searcher(settings: Settings) -> Searcher:
 @pytest.mark.parametrize("mode", ["dense", "hybrid"])
 def test_same_top_k_on_the_sample_index(sample_index: Settings, mode: str) -> None:
     fast = Searcher.for_active(sample_index)
-    assert isinstance(fast.embedder, QueryEmbedder)
+    assert isinstance(fast.embedder, NumpyFirstEmbedder)
     today = _backend_searcher(sample_index)
     assert today.table.count_rows() > 25
     for q in QUERIES:
@@ -227,7 +227,7 @@ def test_a_fast_path_that_cannot_load_falls_back_to_the_same_vectors(
     settings = EmbedSettings(model=str(model), device="cpu")
     s = resolve_model(settings)
     embedder = load_query_embedder(settings, s)
-    assert isinstance(embedder, QueryEmbedder)
+    assert isinstance(embedder, NumpyFirstEmbedder)
     got = embedder.embed(QUERIES[:6], batch_size=1).dense
     assert embedder.fast is None and "BF16" in embedder.reason
     ref = load_embedder(settings, s).embed(QUERIES[:6], batch_size=1).dense

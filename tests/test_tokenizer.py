@@ -1,0 +1,141 @@
+"""The chunker's tokenizer: tokenizers' fast path gives what AutoTokenizer gives, falls
+back to transformers when it could not, and chunking never imports transformers."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from embedding.presets import _bundled_minilm
+from embedding.tokenizer import FastTokenizer, TransformersTokenizer, load_tokenizer
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLES = REPO / "samples" / "corpus"
+
+TEXTS = [
+    "",
+    "   ",
+    "Hello, world! It's a test . Don't stop ; we're here , aren't we ?",
+    "中文文本，没有空格。日本語のテキストです。한국어 텍스트입니다.",
+    "Ünïcödé façade naïve — “quotes” ’tis, CAFÉ au lait",
+    "[MASK] [CLS] <s> </s> <mask> [UNK]",
+    "tab\tand\nnewline  double  space\u00a0nbsp\u200bzero-width",
+]
+
+
+def _texts() -> list[str]:
+    out = list(TEXTS)
+    for path in sorted(SAMPLES.glob("*.md")) + sorted(SAMPLES.glob("*.txt")):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        out += [text[i : i + 2000] for i in range(0, len(text), 2000)]
+    return out
+
+
+def _assert_same_as_transformers(path: Path) -> None:
+    from transformers import AutoTokenizer
+
+    ours = load_tokenizer(path)
+    ref = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    for text in _texts():
+        ids = ref.encode(text, add_special_tokens=False)
+        assert ours.encode(text) == ids, text[:60]
+        assert ours.encode(text, add_special_tokens=True) == ref.encode(text), text[:60]
+        offsets = ref(text, add_special_tokens=False, return_offsets_mapping=True)
+        assert ours.offsets(text) == [tuple(o) for o in offsets["offset_mapping"]], text[:60]
+        assert len(ours.encode(text)) == len(ref.tokenize(text))
+        for cut in (ids[:7], ids[3:40]):
+            assert ours.decode(cut) == ref.decode(cut, skip_special_tokens=True), text[:60]
+
+
+def test_fast_path_matches_transformers_for_the_bundled_minilm() -> None:
+    assert isinstance(load_tokenizer(_bundled_minilm()), FastTokenizer)
+    _assert_same_as_transformers(_bundled_minilm())
+
+
+def test_fast_path_matches_transformers_for_a_bge_m3_shaped_model(tiny_bgem3: Path) -> None:
+    assert isinstance(load_tokenizer(tiny_bgem3), FastTokenizer)
+    _assert_same_as_transformers(tiny_bgem3)
+
+
+def test_decode_cleans_up_spaces_when_the_config_says_so(tmp_path: Path) -> None:
+    model = tmp_path / "m"
+    shutil.copytree(_bundled_minilm(), model)
+    config = json.loads((model / "tokenizer_config.json").read_text())
+    config["clean_up_tokenization_spaces"] = True
+    (model / "tokenizer_config.json").write_text(json.dumps(config))
+    tok = load_tokenizer(model)
+    assert isinstance(tok, FastTokenizer)
+    assert tok.decode(tok.encode("it's done , isn't it ?")) == "it's done, isn't it?"
+    _assert_same_as_transformers(model)
+
+
+def test_a_tokenizer_transformers_would_change_loads_through_transformers(
+    tmp_path: Path,
+) -> None:
+    # A BERT config asking for cased text over a lower-casing tokenizer.json: transformers
+    # rebuilds the normaliser, so the fast path would count different tokens.
+    model = tmp_path / "cased"
+    shutil.copytree(_bundled_minilm(), model)
+    config = json.loads((model / "tokenizer_config.json").read_text())
+    config["do_lower_case"] = False
+    (model / "tokenizer_config.json").write_text(json.dumps(config))
+    tok = load_tokenizer(model)
+    assert isinstance(tok, TransformersTokenizer)
+    assert tok.encode("Hello") != load_tokenizer(_bundled_minilm()).encode("Hello")
+    _assert_same_as_transformers(model)
+
+
+def test_chunking_a_document_imports_neither_transformers_nor_torch(tmp_path: Path) -> None:
+    # As a refresh does it: parsed in a parser child, chunked in this process.
+    script = tmp_path / "chunk_one.py"
+    script.write_text(
+        f"""
+import sys
+from corpusflow.settings import ChunkSettings, EmbedSettings, ParseSettings
+from embedding import load_embedder
+from chunking.structure import chunk_document
+from parsers import ParserPool
+
+if __name__ == "__main__":
+    with ParserPool(ParseSettings(workers=1)) as pool:
+        parsed = pool.parse({str(SAMPLES / "release_notes.md")!r})
+    tok = load_embedder(EmbedSettings()).tokenizer()
+    chunks = chunk_document(parsed, "d", tok, 64, ChunkSettings()).children
+    assert len(chunks) >= 2, len(chunks)
+    heavy = ("transformers", "torch", "sentence_transformers", "sklearn")
+    print(sorted(m for m in heavy if m in sys.modules))
+"""
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    out = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize("strategy", ["structure", "fixed"])
+def test_chunks_are_the_same_with_either_tokenizer(strategy: str, tmp_path: Path) -> None:
+    from chunking.structure import chunk_document
+    from corpusflow.settings import ChunkSettings
+    from parsers.registry import parse_file
+
+    parsed = parse_file(SAMPLES / "release_notes.md")
+    fast = load_tokenizer(_bundled_minilm())
+    slow = TransformersTokenizer(_bundled_minilm())
+    settings = ChunkSettings(strategy=strategy)  # type: ignore[arg-type]
+    a = chunk_document(parsed, "d", fast, 48, settings)
+    b = chunk_document(parsed, "d", slow, 48, settings)
+    assert len(a.children) >= 2
+    assert a == b
