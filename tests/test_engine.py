@@ -21,6 +21,7 @@ from corpusflow.settings import Settings, load_settings
 from flows.refresh import refresh_flow
 from storage import Store
 from tests.helpers.invariants import assert_nothing_lost
+from tests.helpers.scripts import heavy_imports
 
 _BESIDE = Path(sys.executable).parent / "corpusflow"
 
@@ -226,30 +227,14 @@ def test_a_small_refresh_imports_neither_torch_nor_transformers(
 ) -> None:
     """Parsing happens in the parser processes; chunking counts tokens with `tokenizers`
     and a few chunks embed with the NumPy encoder, so this process never pays torch."""
-    script = tmp_path / "refresh_once.py"
-    script.write_text(
-        f"""
-import sys
+    source = f"""
 from corpusflow.engine import InProcessExecutor, RefreshEngine
 from corpusflow.settings import load_settings
 
-if __name__ == "__main__":
+def main():
     settings = load_settings(None, {{"storage": {{"db": {str(tmp_path / "db")!r}}},
                                      "run": {{"progress": False}}}})
     report = RefreshEngine({str(corpus)!r}, settings).refresh(InProcessExecutor())
     assert report.new == 7 and report.failed == 0 and report.chunks_written > 0, report
-    heavy = ("torch", "transformers", "sentence_transformers", "sklearn", "docling")
-    print(sorted(m for m in heavy if m in sys.modules))
 """
-    )
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    out = subprocess.run(
-        [sys.executable, str(script)],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert out.stdout.strip().splitlines()[-1] == "[]"
+    assert heavy_imports(source, tmp_path) == []

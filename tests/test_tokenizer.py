@@ -4,16 +4,14 @@ back to transformers when it could not, and chunking never imports transformers.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from embedding.presets import _bundled_minilm
 from embedding.tokenizer import FastTokenizer, TransformersTokenizer, load_tokenizer
+from tests.helpers.scripts import heavy_imports
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "samples" / "corpus"
@@ -63,12 +61,17 @@ def test_fast_path_matches_transformers_for_a_bge_m3_shaped_model(tiny_bgem3: Pa
     _assert_same_as_transformers(tiny_bgem3)
 
 
-def test_decode_cleans_up_spaces_when_the_config_says_so(tmp_path: Path) -> None:
-    model = tmp_path / "m"
+def _minilm_with(tmp_path: Path, **config: object) -> Path:
+    """A copy of the bundled MiniLM whose tokenizer_config.json says ``config``."""
+    model = tmp_path / "minilm"
     shutil.copytree(_bundled_minilm(), model)
-    config = json.loads((model / "tokenizer_config.json").read_text())
-    config["clean_up_tokenization_spaces"] = True
-    (model / "tokenizer_config.json").write_text(json.dumps(config))
+    path = model / "tokenizer_config.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), **config}))
+    return model
+
+
+def test_decode_cleans_up_spaces_when_the_config_says_so(tmp_path: Path) -> None:
+    model = _minilm_with(tmp_path, clean_up_tokenization_spaces=True)
     tok = load_tokenizer(model)
     assert isinstance(tok, FastTokenizer)
     assert tok.decode(tok.encode("it's done , isn't it ?")) == "it's done, isn't it?"
@@ -80,11 +83,7 @@ def test_a_tokenizer_transformers_would_change_loads_through_transformers(
 ) -> None:
     # A BERT config asking for cased text over a lower-casing tokenizer.json: transformers
     # rebuilds the normaliser, so the fast path would count different tokens.
-    model = tmp_path / "cased"
-    shutil.copytree(_bundled_minilm(), model)
-    config = json.loads((model / "tokenizer_config.json").read_text())
-    config["do_lower_case"] = False
-    (model / "tokenizer_config.json").write_text(json.dumps(config))
+    model = _minilm_with(tmp_path, do_lower_case=False)
     tok = load_tokenizer(model)
     assert isinstance(tok, TransformersTokenizer)
     assert tok.encode("Hello") != load_tokenizer(_bundled_minilm()).encode("Hello")
@@ -93,36 +92,20 @@ def test_a_tokenizer_transformers_would_change_loads_through_transformers(
 
 def test_chunking_a_document_imports_neither_transformers_nor_torch(tmp_path: Path) -> None:
     # As a refresh does it: parsed in a parser child, chunked in this process.
-    script = tmp_path / "chunk_one.py"
-    script.write_text(
-        f"""
-import sys
+    source = f"""
 from corpusflow.settings import ChunkSettings, EmbedSettings, ParseSettings
 from embedding import load_embedder
 from chunking.structure import chunk_document
 from parsers import ParserPool
 
-if __name__ == "__main__":
+def main():
     with ParserPool(ParseSettings(workers=1)) as pool:
         parsed = pool.parse({str(SAMPLES / "release_notes.md")!r})
     tok = load_embedder(EmbedSettings()).tokenizer()
     chunks = chunk_document(parsed, "d", tok, 64, ChunkSettings()).children
     assert len(chunks) >= 2, len(chunks)
-    heavy = ("transformers", "torch", "sentence_transformers", "sklearn")
-    print(sorted(m for m in heavy if m in sys.modules))
 """
-    )
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    out = subprocess.run(
-        [sys.executable, str(script)],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip().splitlines()[-1] == "[]"
+    assert heavy_imports(source, tmp_path, timeout=300) == []
 
 
 @pytest.mark.parametrize("strategy", ["structure", "fixed"])
