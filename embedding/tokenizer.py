@@ -137,9 +137,9 @@ def _read(path: Path) -> Any:
         return None
 
 
-def _faithful(root: Path) -> tuple[bool, str]:
-    """Whether tokenizer.json alone gives what AutoTokenizer builds, and if not why."""
-    config = _read(root / "tokenizer_config.json")
+def _faithful(root: Path, config: Any) -> tuple[bool, str]:
+    """Whether tokenizer.json alone gives what AutoTokenizer builds with ``config`` (the
+    parsed tokenizer_config.json), and if not why."""
     spec = _read(root / "tokenizer.json")
     if not isinstance(config, dict) or not isinstance(spec, dict):
         return False, "no readable tokenizer.json and tokenizer_config.json"
@@ -179,9 +179,9 @@ def _faithful(root: Path) -> tuple[bool, str]:
 def load_tokenizer(path: str | Path) -> Tokenizer:
     """The tokenizer of the model in ``path``: the fast path when it is faithful."""
     root = Path(path)
-    ok, why = _faithful(root)
+    config = _read(root / "tokenizer_config.json")
+    ok, why = _faithful(root, config)
     if ok:
-        config = _read(root / "tokenizer_config.json") or {}
         return FastTokenizer(root, bool(config.get("clean_up_tokenization_spaces", False)))
     log.debug("tokenizer of %s loads through transformers: %s", root, why)
     return TransformersTokenizer(root)
