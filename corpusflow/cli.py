@@ -88,21 +88,26 @@ def _run_flow(source: str, settings: Any, start: Any) -> dict[str, Any]:
 def _refresh(
     source: str, settings: Any, force_delete: bool = False, only_failed: bool = False
 ) -> dict[str, Any]:
-    """Plan in this process; only when there are documents to process start the Prefect
-    flow (and with it the ephemeral API), which takes over the planned run and its lease.
-    A refresh with nothing to parse records its run without an orchestrator."""
+    """Plan in this process. A refresh with nothing to parse records its run without an
+    orchestrator; one with a few documents and no Prefect server runs them here too
+    (``runs_under_prefect``); otherwise the Prefect flow (and with it the ephemeral API
+    when no server is configured) takes over the planned run and its lease."""
     from corpusflow.engine import InProcessExecutor, RefreshEngine
 
     kind = "retry-failed" if only_failed else "refresh"
     engine = RefreshEngine(source, settings, force_delete, only_failed, kind=kind).prepare()
     if not engine.has_work:
         return engine.run(InProcessExecutor()).to_dict()
-    from corpusflow.runtime import start_prefect_api
+    from corpusflow.runtime import runs_under_prefect, start_prefect_api
 
     token, api = "", None
     try:
+        engine.start_parsers()  # they import their libraries (~6 s) while the rest starts
+        if not runs_under_prefect(settings.run, engine.documents_to_process):
+            engine.warm_up()
+            return engine.run(InProcessExecutor()).to_dict()
         api = start_prefect_api()  # returns once spawned: the server starts meanwhile
-        engine.warm_up()  # as do the parser processes
+        engine.warm_up()
         from flows.refresh import hand_over, refresh_flow
 
         token = hand_over(engine)
@@ -897,6 +902,14 @@ def formats(
 
 
 def main() -> None:
+    import atexit
+    import gc
+
+    # Registered first, so it runs after every other exit handler: the interpreter's
+    # shutdown then skips its full garbage collections over everything a run loaded
+    # (~1.5 s of CPU after a refresh with work, measured). Nothing is lost: every write
+    # is committed before the command returns, and the objects are still freed.
+    atexit.register(gc.freeze)
     app()
 
 

@@ -217,6 +217,8 @@ class InProcessExecutor:
     """Documents on this process's threads (one per parser child); no orchestrator.
     Transient failures are retried ``run.task_retries`` times, as Prefect would."""
 
+    name = "in-process"
+
     def __init__(self) -> None:
         self.job: Job | None = None
 
@@ -317,16 +319,25 @@ class RefreshEngine:
     def has_work(self) -> bool:
         return bool(self.plan and self.plan.work)
 
-    def warm_up(self) -> None:
-        """Start the parser processes the plan needs now (they import their libraries
-        in the background), load the tokenizer and the chunker, so that an orchestrator
-        starting meanwhile overlaps with them. Processing in this process only (a Dask run's
-        workers build their own)."""
+    @property
+    def documents_to_process(self) -> int:
+        return len(self.plan.work) if self.plan else 0
+
+    def start_parsers(self) -> None:
+        """Start the parser processes the plan needs now: they import their libraries
+        (~6 s of CPU) in the background while this process does anything else. Processing
+        in this process only (a Dask run's workers build their own)."""
         if not self.has_work or self.settings.run.task_runner == "dask":
             return
-        assert self.plan is not None
         kit = self.job.local_kit(self.stack)
-        kit.pool.start(min(self.settings.parse.workers, len(self.plan.work)))
+        kit.pool.start(min(self.settings.parse.workers, self.documents_to_process))
+
+    def warm_up(self) -> None:
+        """Start the parser processes, load the tokenizer and the chunker, so that an
+        orchestrator starting meanwhile overlaps with them."""
+        if not self.has_work or self.settings.run.task_runner == "dask":
+            return
+        self.start_parsers()
         warm_up_chunking()
 
     # -- internals ----------------------------------------------------------------
@@ -374,6 +385,7 @@ class RefreshEngine:
         job, report, plan, timer = self.job, self.report, self.plan, self.timer
         store, spec, fps = job.store, job.spec, job.fps
         if plan.work:
+            report.executor = getattr(executor, "name", type(executor).__name__)
             loop_start = time.perf_counter()
             self._process(executor, plan.work)
             # Parsing runs concurrently with embedding; this is the wall time not spent embedding.

@@ -493,6 +493,7 @@ class RunReport:
     activated: bool = False
     gate: str = ""  # the quality gate's comparison, when one ran
     model: str = ""
+    executor: str = ""  # what processed the documents: "in-process", "prefect", "prefect+dask"
     elapsed_s: float = 0.0
     stage_s: dict[str, float] = field(default_factory=dict)
     failures: list[dict[str, str]] = field(default_factory=list)

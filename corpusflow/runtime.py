@@ -12,7 +12,10 @@ import sys
 import threading
 from collections.abc import Iterator
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from corpusflow.settings import RunSettings
 
 
 def configure_environment() -> None:
@@ -244,6 +247,22 @@ class PrefectAPI:
             except Exception:
                 proc.kill()
                 proc.wait()
+
+
+def runs_under_prefect(run: RunSettings, documents: int) -> bool:
+    """Whether a CLI run with ``documents`` to process goes through a Prefect flow run.
+
+    Always with a configured server (the run shows in its UI) or a Dask cluster (the
+    cluster is Prefect's task runner). Otherwise the flow run needs an ephemeral API, whose
+    start costs ~9 s of CPU, more than a few documents take to process: below
+    ``run.ephemeral_api_min_documents`` the engine runs in this process instead, with the
+    same retries, failure isolation and run record.
+    """
+    if run.task_runner == "dask":
+        return True
+    from prefect.settings import PREFECT_API_URL
+
+    return bool(PREFECT_API_URL.value()) or documents >= run.ephemeral_api_min_documents
 
 
 def start_prefect_api() -> PrefectAPI:

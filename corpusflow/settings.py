@@ -302,6 +302,17 @@ class RunSettings(_Section):
         3, ge=1, description="A document failing this many runs in a row is quarantined."
     )
     progress: bool = Field(True, description="Show progress bars when stdout is a terminal.")
+    ephemeral_api_min_documents: int = Field(
+        50,
+        ge=0,
+        description=(
+            "Without PREFECT_API_URL, a CLI run with fewer documents to process than this "
+            "runs in-process instead of starting Prefect's ephemeral API (~9 s of CPU per "
+            "run); its run record and failed documents are in `corpusflow status` either "
+            "way. 0 = always start it. With a configured server, or task_runner='dask', "
+            "every run with work is a Prefect flow run."
+        ),
+    )
 
 
 class CheckSettings(_Section):

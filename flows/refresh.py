@@ -102,6 +102,8 @@ class PrefectExecutor:
     (one shared parser pool) or, with ``run.task_runner = "dask"``, on a Dask cluster
     (each worker builds its own kit once)."""
 
+    name = "prefect"
+
     def start(self, job: Job, stack: ExitStack) -> None:
         run = job.settings.run
         retrying = {"retries": run.task_retries, "retry_delay_seconds": run.retry_delay_s}
@@ -121,6 +123,7 @@ class PrefectExecutor:
         self.kit: StageKit | RemoteKit
         self.embedder: Embedder | None = None  # None: the job's own, in this process
         if run.task_runner == "dask":
+            self.name = "prefect+dask"
             self.runner = stack.enter_context(dask_task_runner(run))
             self.kit = RemoteKit(job.settings.model_dump_json(), job.spec)
             if run.dask_embed_resources:

@@ -3,6 +3,7 @@ flow, no orchestrator for a refresh with nothing to do, nothing left after a kil
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -88,9 +89,13 @@ def test_work_in_flight_is_bounded_and_tables_match_the_flow(corpus: Path, tmp_p
     assert _tables(tmp_path / "flow") == _tables(tmp_path / "bounded")
 
 
-def _cli_env(home: Path) -> dict[str, str]:
+def _cli_env(home: Path, prefect_from: int | None = None) -> dict[str, str]:
+    """The CLI's environment with no Prefect server; ``prefect_from``: the smallest
+    number of documents that starts the ephemeral API (default: the setting's)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
     env["PREFECT_HOME"] = str(home)
+    if prefect_from is not None:
+        env["CORPUSFLOW_RUN__EPHEMERAL_API_MIN_DOCUMENTS"] = str(prefect_from)
     return env
 
 
@@ -101,21 +106,36 @@ def _flow_runs(home: Path) -> int:
 
 @pytest.mark.slow
 def test_refresh_with_nothing_to_do_starts_no_flow(corpus: Path, tmp_path: Path) -> None:
+    """A no-op starts no flow run; a run with fewer documents than
+    ``run.ephemeral_api_min_documents`` runs in-process; one with more is a Prefect run."""
     home, db = tmp_path / "prefect", tmp_path / "db"
     cmd = [str(_BESIDE), "ingest", str(corpus), "--db", str(db), "--json"]
-    first = subprocess.run(cmd, env=_cli_env(home), capture_output=True, text=True, timeout=600)
-    assert first.returncode == 0, first.stderr
+
+    def ingest(prefect_from: int | None = None) -> dict[str, Any]:
+        env = _cli_env(home, prefect_from)
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr
+        report: dict[str, Any] = json.loads(done.stdout)
+        return report
+
+    first = ingest(prefect_from=7)  # 7 documents: just enough for the ephemeral API
+    assert (first["new"], first["executor"]) == (7, "prefect")
     assert _flow_runs(home) == 1
-    second = subprocess.run(cmd, env=_cli_env(home), capture_output=True, text=True, timeout=600)
-    assert second.returncode == 0, second.stderr
-    assert '"unchanged": 7' in second.stdout
+    second = ingest()
+    assert (second["unchanged"], second["executor"]) == (7, "")
     assert _flow_runs(home) == 1  # no flow run, no ephemeral API for a no-op
     runs = Store(str(db)).runs.last()
     assert runs is not None and runs.status == "completed"  # the run is still recorded
     (corpus / "release_notes.md").write_text("# Release notes\n\nOne changed line.\n")
-    third = subprocess.run(cmd, env=_cli_env(home), capture_output=True, text=True, timeout=600)
-    assert third.returncode == 0, third.stderr
-    assert '"changed": 1' in third.stdout
+    third = ingest()  # one document, below the default of 50: in this process
+    assert (third["changed"], third["executor"]) == (1, "in-process")
+    assert third["chunks_written"] >= 1
+    assert _flow_runs(home) == 1
+    last = Store(str(db)).runs.last()
+    assert last is not None and last.run_id == third["run_id"] and last.status == "completed"
+    (corpus / "release_notes.md").write_text("# Release notes\n\nTwo changed lines.\n")
+    fourth = ingest(prefect_from=1)
+    assert (fourth["changed"], fourth["executor"]) == (1, "prefect")
     assert _flow_runs(home) == 2
 
 
@@ -124,7 +144,7 @@ def test_refresh_with_nothing_to_do_starts_no_flow(corpus: Path, tmp_path: Path)
 def test_killed_ingest_leaves_no_process_behind(corpus: Path, tmp_path: Path) -> None:
     proc = subprocess.Popen(
         [str(_BESIDE), "ingest", str(corpus), "--db", str(tmp_path / "db")],
-        env=_cli_env(tmp_path / "prefect"),
+        env=_cli_env(tmp_path / "prefect", prefect_from=1),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
