@@ -51,9 +51,6 @@ class _Unimportable(importlib.abc.MetaPathFinder):
         return None
 
 
-_import_lock = threading.Lock()
-
-
 def import_without(module: str, *packages: str) -> ModuleType:
     """Import ``module`` with ``packages`` unimportable for this thread.
 
@@ -65,21 +62,22 @@ def import_without(module: str, *packages: str) -> ModuleType:
     blocked once a package is loaded, and if ``module`` turns out to need one it is
     imported again without the block.
     """
-    if module in sys.modules:
-        return sys.modules[module]
+    # Through importlib even when the module is in sys.modules: while another thread is
+    # still executing it, importlib waits for that thread (the module's import lock), where
+    # sys.modules would hand out the half-initialised module. Concurrent imports of one
+    # module (the first documents of a run on several threads) are thus safe.
     blocked = tuple(p for p in packages if p not in sys.modules)
-    if not blocked:
+    if module in sys.modules or not blocked:
         return importlib.import_module(module)
-    with _import_lock:
-        guard = _Unimportable(blocked)
-        sys.meta_path.insert(0, guard)
-        try:
-            return importlib.import_module(module)
-        except ImportError as exc:
-            if (exc.name or "").partition(".")[0] not in blocked:
-                raise
-        finally:
-            sys.meta_path.remove(guard)
+    guard = _Unimportable(blocked)  # this thread's own: others import as they please
+    sys.meta_path.insert(0, guard)
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        if (exc.name or "").partition(".")[0] not in blocked:
+            raise
+    finally:
+        sys.meta_path.remove(guard)
     return importlib.import_module(module)  # it needs them after all
 
 

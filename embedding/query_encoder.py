@@ -372,7 +372,10 @@ class NumpyFirstEmbedder:
             if self.budget is None:
                 return True
             if self._fallback is not None or n > self.budget:
+                # The backend has it from here: the NumPy weights (~90 MB for MiniLM, as
+                # much as the model for any other) are not kept beside the backend's.
                 self.budget = 0
+                self._fast = None
                 return False
             self.budget -= n
             return True

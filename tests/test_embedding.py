@@ -120,9 +120,10 @@ def test_a_run_embeds_with_numpy_until_its_budget_then_with_the_backend() -> Non
     embedder = load_document_embedder(settings, spec)
     assert isinstance(embedder, NumpyFirstEmbedder)
     first = embedder.embed(TEXTS[:3], batch_size=8)  # 3 of 5: NumPy, no backend yet
-    assert embedder._fallback is None
+    assert embedder._fallback is None and embedder._fast is not None
     second = embedder.embed(TEXTS[:3], batch_size=8)  # 3 > the 2 left: the backend
     assert isinstance(embedder._fallback, SentenceTransformerEmbedder)
+    assert embedder._fast is None  # the NumPy weights are not kept beside the backend's
     assert embedder._fallback.model.encode_calls == 1
     embedder.embed(TEXTS[:1], batch_size=8)  # once loaded, the backend takes every batch
     assert embedder._fallback.model.encode_calls == 2
