@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Install, ingest the bundled sample corpus with the embedded defaults
 # (local LanceDB in .corpusflow/db, Prefect without a server, the bundled
-# offline MiniLM model), then run a sample search.
+# offline MiniLM model), then run a sample search. Seven documents are fewer
+# than run.ephemeral_api_min_documents, so the CLI processes them in-process
+# instead of starting an ephemeral Prefect API (docs/operations.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install.sh
