@@ -62,7 +62,7 @@ from corpusflow.pipeline import (
 from corpusflow.plan import Plan, WorkItem, plan_changes
 from corpusflow.runtime import release_free_memory
 from corpusflow.settings import Settings
-from embedding import Embedder, ModelSpec, load_embedder
+from embedding import Embedder, ModelSpec, OneThreadEmbedder, load_embedder
 from embedding.query_encoder import load_document_embedder
 from sources import Source, open_source
 from storage import Store, collection_lease
@@ -168,7 +168,9 @@ class Job:
     def embedder(self) -> Embedder:
         """Built on first use: a refresh with nothing to embed never loads a model."""
         if self._embedder is None:
-            self._embedder = load_document_embedder(self.settings.embed, self.spec)
+            self._embedder = OneThreadEmbedder(
+                load_document_embedder(self.settings.embed, self.spec)
+            )
         return self._embedder
 
     def local_kit(self, stack: ExitStack) -> StageKit:

@@ -7,7 +7,14 @@ resumes without re-embedding. torch / FlagEmbedding are imported only inside
 the backend modules.
 """
 
-from embedding.base import Embedder, EmbeddingError, Embeddings, ModelSpec, VectorCheckpoint
+from embedding.base import (
+    Embedder,
+    EmbeddingError,
+    Embeddings,
+    ModelSpec,
+    OneThreadEmbedder,
+    VectorCheckpoint,
+)
 from embedding.batching import EmbedCounts, embed_texts
 from embedding.presets import load_embedder, resolve_model, tokenizer_fingerprint
 
@@ -17,6 +24,7 @@ __all__ = [
     "EmbeddingError",
     "Embeddings",
     "ModelSpec",
+    "OneThreadEmbedder",
     "VectorCheckpoint",
     "embed_texts",
     "load_embedder",

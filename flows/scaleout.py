@@ -24,7 +24,7 @@ from typing import Any
 
 from corpusflow.engine import StageKit
 from corpusflow.settings import EmbedSettings, RunSettings, Settings
-from embedding import Embeddings, ModelSpec, load_embedder
+from embedding import Embeddings, ModelSpec, OneThreadEmbedder, load_embedder
 from parsers import ParserPool
 from storage import Store
 
@@ -71,7 +71,9 @@ def _encode_on_worker(
     with _WORKER_LOCK:
         embedder = _WORKER_EMBEDDERS.get(key)
         if embedder is None:
-            embedder = load_embedder(EmbedSettings.model_validate_json(embed_json), spec)
+            embedder = OneThreadEmbedder(
+                load_embedder(EmbedSettings.model_validate_json(embed_json), spec)
+            )
             _WORKER_EMBEDDERS[key] = embedder
     return embedder.embed(texts, batch_size)
 

@@ -1,3 +1,4 @@
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -5,7 +6,7 @@ import pytest
 
 from corpusflow.errors import ConfigurationError
 from corpusflow.settings import EmbedSettings
-from embedding import embed_texts, load_embedder, resolve_model
+from embedding import Embeddings, embed_texts, load_embedder, resolve_model
 from tests.helpers.tiny_models import build_tiny_bgem3
 
 TEXTS = [
@@ -141,3 +142,29 @@ def test_bge_m3_documents_always_go_to_its_backend(tiny_bgem3: Path) -> None:
     settings = EmbedSettings(model=str(tiny_bgem3))
     embedder = load_document_embedder(settings, resolve_model(settings))
     assert isinstance(embedder, BGEM3Embedder)  # its sparse head needs torch
+
+
+def test_one_thread_embedder_runs_every_call_on_its_own_thread() -> None:
+    """Write batches arrive on many task-runner threads; the model must see one (torch
+    keeps MKL buffers and an OpenMP team per calling thread)."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from embedding import OneThreadEmbedder
+
+    settings = EmbedSettings(numpy_texts=0)
+    inner = load_embedder(settings, resolve_model(settings))
+    seen: set[int] = set()
+    real = inner.embed
+
+    def embed(texts: Sequence[str], batch_size: int) -> Embeddings:
+        seen.add(threading.get_ident())
+        return real(texts, batch_size)
+
+    inner.embed = embed  # type: ignore[method-assign]
+    wrapped = OneThreadEmbedder(inner)
+    with ThreadPoolExecutor(6) as callers:
+        outs = list(callers.map(lambda i: wrapped.embed(TEXTS[i % 3 : i % 3 + 2], 8), range(12)))
+    assert len(seen) == 1 and threading.get_ident() not in seen
+    assert all(out.dense.shape == (2, inner.spec.dim) for out in outs)
+    assert (wrapped.has_sparse, wrapped.spec) == (inner.has_sparse, inner.spec)
