@@ -325,22 +325,25 @@ class RefreshEngine:
     def documents_to_process(self) -> int:
         return len(self.plan.work) if self.plan else 0
 
+    @property
+    def _processes_here(self) -> bool:
+        """Documents to parse and chunk in this process (a Dask run's workers build their
+        own parsers and chunker)."""
+        return self.has_work and self.settings.run.task_runner != "dask"
+
     def start_parsers(self) -> None:
         """Start the parser processes the plan needs now: they import their libraries
-        (~6 s of CPU) in the background while this process does anything else. Processing
-        in this process only (a Dask run's workers build their own)."""
-        if not self.has_work or self.settings.run.task_runner == "dask":
-            return
-        kit = self.job.local_kit(self.stack)
-        kit.pool.start(min(self.settings.parse.workers, self.documents_to_process))
+        (~6 s of CPU) in the background while this process does anything else."""
+        if self._processes_here:
+            kit = self.job.local_kit(self.stack)
+            kit.pool.start(min(self.settings.parse.workers, self.documents_to_process))
 
     def warm_up(self) -> None:
         """Start the parser processes, load the tokenizer and the chunker, so that an
         orchestrator starting meanwhile overlaps with them."""
-        if not self.has_work or self.settings.run.task_runner == "dask":
-            return
-        self.start_parsers()
-        warm_up_chunking()
+        if self._processes_here:
+            self.start_parsers()
+            warm_up_chunking()
 
     # -- internals ----------------------------------------------------------------
     def _prepare(self) -> None:
