@@ -19,7 +19,7 @@ from corpusflow.settings import ParseSettings
 from parsers.pdf.assemble import lines_to_document
 from parsers.pdf.blocks import Block
 from parsers.pdf.offline import parse_offline
-from parsers.pdf.primitives import Line, is_bold_face
+from parsers.pdf.primitives import Line, fold_radicals, is_bold_face
 
 
 def parse_pdf_offline(path: Path, settings: ParseSettings) -> tuple[Any, str, list[Any]]:
@@ -311,7 +311,10 @@ def test_heading_levels_follow_size(report: tuple[Any, str]) -> None:
 
 def test_bold_face_names() -> None:
     bold = ["Arial-BoldMT", "MyriadPro-Bd", "AdobeCorpID-MyriadBdIt", "CMBX12", "Roboto-Black"]
+    # Style codes as the last part of the name, TeX's bold italic, numbered weights.
+    bold += ["AdvGulliv-B", "Frutiger-BI", "Univers,BO", "SFBI1095", "CMB10", "HiraKakuStdN-W8"]
     regular = ["ArialMT", "MyriadPro-Regular", "CMR10", "KoPubDotumMedium", "Helvetica-Oblique"]
+    regular += ["AdvGulliv-R", "AdvGulliv-I", "SFTI1095", "CMBSY10", "HiraKakuProN-W4", "Foo-LB"]
     assert all(is_bold_face(f) for f in bold)
     assert not any(is_bold_face(f) for f in regular)
 
@@ -327,6 +330,66 @@ def test_ocr_style_lines_still_assemble() -> None:
     md = doc.export_to_markdown()
     assert "## INCIDENT REPORT" in md
     assert "restarted after the contactor" in md
+
+
+def test_kangxi_radicals_read_as_the_ordinary_characters() -> None:
+    # XeTeX and macOS map some glyphs to the radical code points (U+2F00...):
+    # "⼀维⽼师" looks like "一维老师" but matches nothing a reader types.
+    assert fold_radicals("\u2f00维\u2f7c师，⽜顿法") == "一维老师，牛顿法"
+    assert fold_radicals("全角，标点。ﬁ") == "全角，标点。ﬁ"  # nothing else is folded
+
+
+def test_wide_leading_does_not_split_paragraphs() -> None:
+    """Chinese set with a line gap larger than its glyphs, like a double-spaced
+    manuscript: lines that run the full width are one paragraph; a wider gap
+    still starts the next one."""
+    row = "陣委百三秋康経重示面合雪減背井足府迷根間米式十良提馬紀研園要中募用刊考稿協中写万"
+    lines, y = [], 100.0
+    for _para in range(2):
+        for k in range(4):
+            text = row if k < 3 else "読性聞点社。"
+            lines.append(Line(1, text, 72, y, 72 + (450 if k < 3 else 60), y + 7.5, 7.5))
+            y += 16.3  # glyphs 7.5 pt high, a 8.8 pt gap between lines
+        y += 6  # a paragraph gap
+    md = lines_to_document(lines, {1: (600.0, 800.0)}, "zh", []).export_to_markdown()
+    paragraphs = [p for p in md.split("\n\n") if p.strip()]
+    assert len(paragraphs) == 2, paragraphs
+    assert all(p.endswith("読性聞点社。") for p in paragraphs)
+
+
+def book_page(chapter: str, with_title: bool) -> Callable[[Page], None]:
+    def draw(p: Page) -> None:
+        p.text(chapter, 240, 40, "Times-Roman", 9)  # the running head names the chapter
+        y = 80.0
+        if with_title:
+            p.text("The Pool of Tears", 72, y, "Times-Bold", 16)
+            y += 30
+        for _ in range(3):
+            for s in BODY:
+                p.text(s, 72, y, "Times-Roman")
+                y += 12
+            y += 8
+        p.text("Table 4", 72, y, "Times-Bold")  # a caption's label on its own line
+        p.text("Opening hours of each site.", 72, y + 12, "Times-Roman")
+        p.text("\u2022 Tensile strength", 90, y + 36, "Times-Bold")  # a bold list item
+        p.text("measured at 20 degrees on three samples of each batch", 100, y + 48)
+        p.text("and reported as the mean of the three values.", 100, y + 60)
+
+    return draw
+
+
+def test_running_heads_captions_and_bullets_are_not_headings(tmp_path: Path) -> None:
+    """A chapter's running head repeats on its pages (not on 30% of a long book);
+    a caption label and a bold bullet item are set off like headings, and are not."""
+    pages = [book_page("CHAPTER II. THE POOL OF TEARS", k == 0) for k in range(4)]
+    pages += [book_page("CHAPTER III. A CAUCUS-RACE", False) for _ in range(8)]
+    path = make_pdf(tmp_path / "book.pdf", *pages)
+    md = parse_offline(path, ParseSettings()).doc.export_to_markdown()
+    heads = _headings(md)
+    assert "The Pool of Tears" in heads
+    assert not any("CHAPTER" in h for h in heads), heads
+    assert not any(h.startswith(("Table", "\u2022")) for h in heads), heads
+    assert "Tensile strength" in md and "Table 4" in md  # kept as text
 
 
 def test_korean_lines_join_with_a_space_chinese_without() -> None:

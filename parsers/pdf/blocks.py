@@ -8,6 +8,7 @@ and ``parsers.pdf.assemble`` turns them into a DoclingDocument.
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -73,8 +74,45 @@ def _style_break(line: Line, prev: Line, right: float) -> bool:
     return False
 
 
+def _continues(prev: Line, line: Line) -> bool:
+    """Two consecutive lines of one column at one size: possibly one paragraph."""
+    return (
+        prev.page_no == line.page_no
+        and abs(line.fsize - prev.fsize) <= 0.2 * max(line.fsize, prev.fsize)
+        and line.left < prev.right
+        and line.right > prev.left
+    )
+
+
+def _leading(lines: list[Line]) -> dict[int, float]:
+    """The usual white gap between the lines of a paragraph, per font size.
+
+    Measured after lines that run (nearly) the full width of the page's text,
+    which a paragraph goes on from. Chinese and Japanese are often set with a
+    line gap larger than the glyphs, and so are double-spaced manuscripts: the
+    gap that splits paragraphs is judged against this, not against the glyphs.
+    """
+    widest: dict[int, float] = {}
+    by_page: dict[int, list[float]] = {}
+    for ln in lines:
+        by_page.setdefault(ln.page_no, []).append(ln.right - ln.left)
+    for page_no, widths in by_page.items():
+        widths.sort()
+        widest[page_no] = widths[int(0.9 * (len(widths) - 1))]
+    gaps: dict[int, list[float]] = {}
+    for prev, line in itertools.pairwise(lines):
+        if not _continues(prev, line) or prev.right - prev.left < 0.9 * widest[prev.page_no]:
+            continue
+        gap = line.top - prev.bottom
+        if gap >= 0:
+            gaps.setdefault(round(prev.fsize), []).append(gap)
+    return {size: statistics.median(g) for size, g in gaps.items() if len(g) >= 3}
+
+
 def group_blocks(lines: list[Line]) -> list[Block]:
     """Group consecutive lines of one page into paragraphs and list items."""
+    lines = [ln for ln in lines if ln.text.strip()]
+    leading = _leading(lines)
     blocks: list[Block] = []
     current: Block | None = None
     prev: Line | None = None
@@ -85,13 +123,12 @@ def group_blocks(lines: list[Line]) -> list[Block]:
         new_block = True
         if current is not None and prev is not None and prev.page_no == line.page_no:
             gap = line.top - prev.bottom
-            similar_size = abs(line.fsize - prev.fsize) <= 0.2 * max(line.fsize, prev.fsize)
-            overlaps = line.left < prev.right and line.right > prev.left
+            height = max(line.height, prev.height)
+            usual = leading.get(round(prev.fsize))
             new_block = (
                 starts_list
-                or not similar_size
-                or not overlaps
-                or gap > 0.9 * max(line.height, prev.height)
+                or not _continues(prev, line)
+                or gap > max(0.9 * height, (usual or 0.0) + 0.5 * height)
                 or gap < -0.5 * line.height  # moved up: a new column or region
                 or _style_break(line, prev, max(ln.right for ln in current.lines))
             )

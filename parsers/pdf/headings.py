@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from parsers.pdf.blocks import FULL_BOLD, Block
-from parsers.pdf.primitives import Line, is_mono_face, is_symbol_face, open_pdf
+from parsers.pdf.primitives import BULLET_START, Line, is_mono_face, is_symbol_face, open_pdf
 from parsers.pdf.regions import Region
 
 # Section numbering at the start of a heading: "2", "2.3", "2.3.1.", "IV.", "B.",
@@ -27,6 +27,13 @@ _SECTION_NUMBER = re.compile(
     r"^(?:\d{1,2}(?:\.\d{1,2}){0,4}\.?|\d{1,2}(?:-\d{1,2}){0,4}-|[IVXLC]{1,6}\.|[A-Z]\.|\(\d{1,2}\)|\d{1,2}\)"
     r"|(?:chapter|section|part|appendix|annex|article)\s+[\dIVXLCA-Z]{1,6}\.?"
     r"|제\s*\d{1,3}\s*[장절편부조]|第[\d一二三四五六七八九十百]{1,4}[章节節部篇条])(?:\s|$)",
+    re.IGNORECASE,
+)
+# A caption's label on a line of its own ("Table 1", "Fig. 3", "图 2"): the caption
+# below it names a table or figure, not a section.
+_CAPTION_LABEL = re.compile(
+    r"^(?:table|tab\.|figure|fig\.|chart|exhibit|scheme|plate|listing|algorithm|equation"
+    r"|表|图|圖)\s*[\dIVXivx]+(?:[.-]\d+)*[.:]?$",
     re.IGNORECASE,
 )
 # Dot leaders ending in a page number.
@@ -79,7 +86,9 @@ def _page_furniture(blocks: Sequence[Block]) -> set[int]:
 
     The text must repeat exactly (digits too): "Chapter 1" and "Chapter 2" opening
     their pages at the same height are titles, not furniture. Running heads
-    recur on a good share of the pages, not on two pages of a long document.
+    recur on a good share of the pages, not on two pages of a long document; or,
+    in a book whose running head names the chapter, on three or more pages near
+    each other (every page, or every other one: recto or verso only).
     """
     pages = {ln.page_no for b in blocks for ln in b.lines}
     seen: dict[tuple[str, int], set[int]] = {}
@@ -87,10 +96,18 @@ def _page_furniture(blocks: Sequence[Block]) -> set[int]:
         for ln in b.lines:
             seen.setdefault((_norm(ln.text), round(ln.top / 4)), set()).add(ln.page_no)
     need = max(2.0, 0.3 * len(pages))
-    repeated = {k for k, on in seen.items() if len(on) >= need}
+    repeated = {k for k, on in seen.items() if len(on) >= need or _runs_on_near_pages(on)}
     return {
         id(ln) for b in blocks for ln in b.lines if (_norm(ln.text), round(ln.top / 4)) in repeated
     }
+
+
+def _runs_on_near_pages(pages: set[int]) -> bool:
+    """Three of the pages in a row, each at most two pages after the one before."""
+    order = sorted(pages)
+    return any(
+        b - a <= 2 and c - b <= 2 for a, b, c in zip(order, order[1:], order[2:], strict=False)
+    )
 
 
 def _title_key(text: str) -> str:
@@ -274,6 +291,10 @@ def _is_heading(
     position: dict[int, int],
 ) -> bool:
     if not any(c.isalpha() for c in text) or text.rstrip().endswith(_SENTENCE_END):
+        return False
+    if block.lines[0].bullet or BULLET_START.match(text):
+        return False  # "• Tensile strength": a list item, however it is set
+    if _CAPTION_LABEL.match(text.strip()):
         return False
     if _TOC_ENTRY.search(text):
         return False  # "2.1 Scope . . . . 7": a table-of-contents entry

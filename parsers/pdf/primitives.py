@@ -82,6 +82,32 @@ class Word:
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
 
 
+def _radical_table() -> dict[int, str]:
+    """Kangxi radicals, CJK radical supplements and compatibility ideographs ->
+    the unified ideographs they stand for (their NFKC form)."""
+    table: dict[int, str] = {}
+    for lo, hi in ((0x2E80, 0x2EFF), (0x2F00, 0x2FDF), (0xF900, 0xFAFF)):
+        for cp in range(lo, hi + 1):
+            folded = unicodedata.normalize("NFKC", chr(cp))
+            if folded != chr(cp) and len(folded) == 1:
+                table[cp] = folded
+    return table
+
+
+_RADICALS = _radical_table()
+
+
+def fold_radicals(text: str) -> str:
+    """Chinese text as the reader sees it: "⽼师" (KANGXI RADICAL OLD) -> "老师".
+
+    Many PDF producers (XeTeX, macOS) map glyphs that double as radicals to the
+    radical code points; they look the same but neither search nor a tokenizer
+    matches them to the ordinary characters. Other text is left as written
+    (full NFKC would also turn full-width punctuation into ASCII).
+    """
+    return text.translate(_RADICALS) if any(ord(c) in _RADICALS for c in text) else text
+
+
 def is_cjk(ch: str) -> bool:
     return bool(ch) and bool(_CJK.match(ch))
 
@@ -141,6 +167,8 @@ _BULLETS = r"[•●▪◦‣∙·\-–*]"
 _NUMBERING = r"\(?(?:\d{1,3}|[a-zA-Z]|[ivxlc]{1,5})[.)]"
 # The marker standing alone (a hanging marker, a table cell).
 MARKER = re.compile(rf"^(?:{_BULLETS}|{_NUMBERING})$")
+# A line that starts with a bullet glyph and goes on with text.
+BULLET_START = re.compile(rf"^{_BULLETS}\s+\S")
 # Numbering alone: the item is enumerated.
 NUMBERING = re.compile(rf"^{_NUMBERING}$")
 # A line that starts with a marker and goes on with text: a list item.
@@ -157,7 +185,13 @@ _BOLD_WORDS = re.compile(r"bold|black|heavy|demi", re.I)
 # Abbreviated weights as a separate part of the name: "MyriadPro-Bd", "MyriadBdIt",
 # URW's "NimbusRomNo9L-Medi" (their bold); TeX's bold extended "CMBX12", "SFBX1000".
 _BOLD_PARTS = {"bd", "medi", "hv", "blk"}
-_TEX_BOLD = re.compile(r"^(?:cm|sf|lm|ec|tc)bx", re.I)
+# TeX's bold faces: bold extended "CMBX12", bold extended italic "SFBI1095", bold
+# slanted "ECBL", roman bold "ECRB", plain bold "CMB10".
+_TEX_BOLD = re.compile(r"^(?:cm|sf|lm|ec|tc)(?:bx|bi|bl|rb|b\d)", re.I)
+# A style code as the last part of the name: "AdvGulliv-B", "Frutiger-BI",
+# "Univers,BO" (bold, bold italic, bold oblique), "Gill-SB" (semibold).
+# Japanese faces number their weights: "HiraKakuStdN-W8", "HiraginoSans-W6".
+_BOLD_SUFFIX = re.compile(r"[-,](?:S?B|B[IO]|BIt|BdCn|W[6-9])$")
 _SYMBOL_FACE = re.compile(r"symbol|dingbat|wingding|webding|zapf|marlett|fontawesome", re.I)
 # Fixed-pitch faces: code, listings, typewriter text. URW's "NimbusMonL" is Courier.
 _MONO_FACE = re.compile(
@@ -174,7 +208,7 @@ def face_name(font_name: str) -> str:
 
 
 def is_bold_face(face: str) -> bool:
-    if _BOLD_WORDS.search(face) or _TEX_BOLD.match(face):
+    if _BOLD_WORDS.search(face) or _TEX_BOLD.match(face) or _BOLD_SUFFIX.search(face):
         return True
     parts = re.findall(r"[A-Z][a-z]*|[a-z]+", face)  # camel case, '-' and ',' split
     return any(p.lower() in _BOLD_PARTS for p in parts[1:])

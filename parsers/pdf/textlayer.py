@@ -22,6 +22,7 @@ from parsers.pdf.primitives import (
     Line,
     Word,
     face_name,
+    fold_radicals,
     is_bold_face,
     is_rtl,
     is_symbol_face,
@@ -248,10 +249,10 @@ def native_content(path: Path) -> TextLayer:
             face = face_name(font_name)
             if font_name and font_name == getattr(cell, "font_key", ""):
                 unresolved.setdefault(page_no, set()).add(face)
-            ws.append(Word(cell.text, l_, t_, r_, b_, face, i))
+            ws.append(Word(fold_radicals(cell.text), l_, t_, r_, b_, face, i))
         words[page_no] = ws
         raw_lines[page_no] = [
-            (cell.text, top_left(cell.rect.to_bounding_box(), page_h))
+            (fold_radicals(cell.text), top_left(cell.rect.to_bounding_box(), page_h))
             for cell in page.textline_cells
             if cell.text
         ]
@@ -303,6 +304,6 @@ def native_content(path: Path) -> TextLayer:
                 continue
             prov = provs[0]
             page_h = sizes.get(prov.page_no, (0.0, 0.0))[1]
-            lines.append(Line(prov.page_no, text, *top_left(prov.bbox, page_h)))
+            lines.append(Line(prov.page_no, fold_radicals(text), *top_left(prov.bbox, page_h)))
     page_count = max([len(sizes), *failed, *sizes], default=0)
     return TextLayer(lines, sizes, warnings, words, failed, partial, page_count)
