@@ -20,9 +20,11 @@ if TYPE_CHECKING:
 # 4: YAML front matter of Markdown files read into metadata (and out of the text).
 # 5: one backend registry; CSV/TSV, legacy and OpenDocument office, EPUB, LaTeX,
 #    AsciiDoc, RST, Org, JSON/NDJSON, XML, YAML, WebP/HEIC; text encodings detected.
-# 6: PDF text layer: Kangxi radicals read as the ordinary ideographs, paragraphs
-#    judged against the document's own leading, more bold face names; running
-#    heads of a chapter, caption labels and bullet items are not headings.
+# 6: PDF text layer: Kangxi radicals read as the ordinary ideographs, no spaces
+#    inside ligature-split words, paragraphs judged against the document's own
+#    leading, more bold face names and stroked (fake bold) text; side headings
+#    set apart by white space; running heads of a chapter, caption labels and
+#    bullet items are not headings.
 PARSER_VERSION = "6"
 
 

@@ -19,7 +19,7 @@ from corpusflow.settings import ParseSettings
 from parsers.pdf.assemble import lines_to_document
 from parsers.pdf.blocks import Block
 from parsers.pdf.offline import parse_offline
-from parsers.pdf.primitives import Line, fold_radicals, is_bold_face
+from parsers.pdf.primitives import Line, Word, fold_radicals, is_bold_face
 
 
 def parse_pdf_offline(path: Path, settings: ParseSettings) -> tuple[Any, str, list[Any]]:
@@ -40,12 +40,22 @@ class Page:
     def __init__(self, pdf: Any, page: Any) -> None:
         self.pdf, self.page = pdf, page
 
-    def text(self, s: str, x: float, y: float, font: str = "Helvetica", size: float = 10) -> None:
+    def text(
+        self,
+        s: str,
+        x: float,
+        y: float,
+        font: str = "Helvetica",
+        size: float = 10,
+        stroked: bool = False,
+    ) -> None:
         import pypdfium2.raw as c
 
         obj = c.FPDFPageObj_NewTextObj(self.pdf.raw, font.encode(), ctypes.c_float(size))
         buf = ctypes.create_string_buffer((s + "\0").encode("utf-16-le"))
         c.FPDFText_SetText(obj, ctypes.cast(buf, ctypes.POINTER(c.FPDF_WCHAR)))
+        if stroked:  # filled, then stroked: how a face without a bold is emboldened
+            c.FPDFTextObj_SetTextRenderMode(obj, c.FPDF_TEXTRENDERMODE_FILL_STROKE)
         c.FPDFPageObj_Transform(obj, 1, 0, 0, 1, x, PAGE_H - y)
         c.FPDFPage_InsertObject(self.page.raw, obj)
 
@@ -204,6 +214,57 @@ def test_italic_side_heading_at_body_size(tmp_path: Path) -> None:
     assert "Elastic Stop Nut\n\nThe elastic stop nut" in md  # split off the text below
     assert "fibre collar; the bolt threads" in md
     assert "Figure 7-26. Self-locking nuts." in md
+
+
+def paper_page(p: Page) -> None:
+    """A paper's italic subsection headings standing alone, nearer to the text they
+    introduce than to the text above; a stroked (fake bold) line at body size."""
+    y = 80.0
+    for title in ("Animals", "Statistical Analysis"):
+        for s in MANUAL:
+            p.text(s, 72, y, "Times-Roman")
+            y += 12
+        y += 22  # white space above the heading...
+        p.text(title, 72, y, "Times-Italic")
+        y += 18  # ...more than below it
+        for s in MANUAL:
+            p.text(s, 72, y, "Times-Roman")
+            y += 12
+        y += 10
+    y += 14
+    p.text("Investment Summary", 72, y, "Times-Roman", stroked=True)
+    y += 14
+    for s in MANUAL:
+        p.text(s, 72, y, "Times-Roman")
+        y += 12
+
+
+def test_headings_by_spacing_and_by_stroke(tmp_path: Path) -> None:
+    path = make_pdf(tmp_path / "paper.pdf", paper_page)
+    md = parse_offline(path, ParseSettings()).doc.export_to_markdown()
+    assert _headings(md) == ["Animals", "Statistical Analysis", "Investment Summary"], md
+
+
+def test_spaces_inside_a_word_are_closed() -> None:
+    """docling-parse splits a word where a ligature glyph ends; pieces that touch
+    are one word, pieces a word space apart stay two."""
+    from parsers.pdf.textlayer import _close_false_spaces
+
+    def word(text: str, left: float, right: float, order: int) -> Word:
+        return Word(text, left, 100, right, 110, order=order)
+
+    words = [
+        word("of", 196.2, 204.6, 0),
+        word("infl", 207.6, 220.9, 1),
+        word("ammation", 220.9, 260.9, 2),
+        word("and", 264.0, 278.4, 3),
+    ]
+    text = "of infl ammation and"
+    assert _close_false_spaces(text, words) == "of inflammation and"
+    spaced = [word("sécuri", 442.2, 493.7, 0), word("té", 494.5, 510.4, 1)]
+    assert _close_false_spaces("sécuri té", spaced) == "sécurité"
+    apart = [word("toute", 391.9, 434.5, 0), word("sécurité", 437.2, 510.4, 1)]
+    assert _close_false_spaces("toute sécurité", apart) == "toute sécurité"
 
 
 def tables_page(p: Page) -> None:
@@ -461,7 +522,6 @@ def test_right_to_left_fragments_join_in_reading_order() -> None:
 def test_right_to_left_cell_words_in_reading_order() -> None:
     """A producer that writes an Arabic table cell's words in visual order (left to
     right): the cell reads right to left, a Latin phrase inside keeps its order."""
-    from parsers.pdf.primitives import Word
     from parsers.pdf.tables import join_words
 
     visual = ["التطبيقات", "و", "Python", "code", "بلغة", "البرمجة"]  # left to right
@@ -473,7 +533,6 @@ def test_right_to_left_cell_words_in_reading_order() -> None:
 
 def _ruled_grid(cells: list[list[str]], width: float = 240, height: float = 120) -> Any:
     """Words and borders of a fully ruled grid, one word per line of each cell's text."""
-    from parsers.pdf.primitives import Word
     from parsers.pdf.tables import Rule
 
     n_rows, n_cols = len(cells), len(cells[0])

@@ -262,23 +262,35 @@ def _side_heading(
     position: dict[int, int],
 ) -> bool:
     """A short title-cased line in another face of the body size, standing alone
-    right above a paragraph of body text: a side heading (italic in many manuals)."""
+    above a paragraph of body text: a side heading (italic in many manuals and
+    papers). It sits right above its paragraph, or nearer to it than to the text
+    above (a heading belongs to what follows it)."""
     if not other_face or len(block.lines) != 1 or len(text.split()) > 10:
         return False
     if not text[:1].isupper():
         return False
-    nxt_i = position[id(block)] + 1
-    if nxt_i >= len(blocks):
+    i = position[id(block)]
+    if i + 1 >= len(blocks):
         return False
-    nxt = blocks[nxt_i]
+    nxt = blocks[i + 1]
     line, first = block.lines[0], nxt.lines[0]
-    return (
+    if not (
         nxt.kind == "paragraph"
         and first.page_no == line.page_no
-        and 0 <= first.top - line.bottom <= 1.5 * line.height
         and first.font == body.face
         and len(nxt.lines) >= 2
+    ):
+        return False
+    below = first.top - line.bottom
+    if 0 <= below <= 1.5 * line.height:
+        return True
+    prev = blocks[i - 1].lines[-1] if i > 0 else None
+    above = (
+        line.top - prev.bottom
+        if prev is not None and prev.page_no == line.page_no and prev.bottom <= line.top
+        else float("inf")
     )
+    return 0 <= below <= 3 * line.height and above > 1.5 * below
 
 
 def _is_heading(

@@ -59,6 +59,9 @@ class Word:
     bottom: float
     font: str = ""
     order: int = 0
+    # Filled and stroked: how PDFs embolden a face that has no bold (Chinese
+    # fonts above all); the stroke thickens every glyph.
+    stroked: bool = False
 
     @property
     def cx(self) -> float:

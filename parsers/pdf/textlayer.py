@@ -11,6 +11,7 @@ and the pieces of one visual line are joined in reading order.
 from __future__ import annotations
 
 import functools
+import itertools
 import unicodedata
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -29,6 +30,10 @@ from parsers.pdf.primitives import (
     iter_pages,
     walk_objects,
 )
+
+# docling-parse's PdfCellRenderingMode values for text drawn filled, then stroked
+# (with or without clipping).
+_FILL_THEN_STROKE = (2, 6)
 
 
 @dataclass(slots=True)
@@ -82,6 +87,35 @@ def _resolve_fonts(path: Path, words: dict[int, list[Word]], keys: dict[int, set
         words[page_no] = out
 
 
+def _close_false_spaces(text: str, words: list[Word]) -> str:
+    """Remove the spaces docling-parse puts inside a word.
+
+    It splits a word where a ligature glyph ends ("infl ammation", "signifi cant")
+    and where letter-spaced display type moves the pen ("sécuri té"); the pieces
+    touch, or nearly: a real word space is a quarter of an em or more. Two word
+    boxes of one row less than a tenth of their height apart are one word.
+    """
+    if len(words) < 2 or is_rtl(text):
+        return text
+    ordered = sorted(words, key=lambda w: w.order)
+    pos = 0
+    for a, b in itertools.pairwise(ordered):
+        i = text.find(a.text, pos)
+        if i < 0:
+            continue
+        pos = i + len(a.text)
+        h = min(a.height, b.height)
+        if (
+            text.startswith(" " + b.text, pos)
+            and a.text[-1:].isalpha()
+            and b.text[:1].isalpha()
+            and abs(a.cy - b.cy) <= 0.25 * h
+            and -0.05 * h <= b.left - a.right <= 0.1 * h
+        ):
+            text = text[:pos] + text[pos + 1 :]
+    return text
+
+
 def _line_from_words(page_no: int, text: str, box: tuple[float, ...], ws: list[Word]) -> Line:
     left, top, right, bottom = box
     letters = [(w, sum(ch.isalnum() for ch in w.text)) for w in ws if not is_symbol_face(w.font)]
@@ -101,7 +135,7 @@ def _line_from_words(page_no: int, text: str, box: tuple[float, ...], ws: list[W
                 size = h
                 break
         total = sum(n for _, n in letters)
-        bold = sum(n for w, n in letters if is_bold_face(w.font)) / total
+        bold = sum(n for w, n in letters if w.stroked or is_bold_face(w.font)) / total
         faces: dict[str, int] = {}
         for w, n in letters:
             faces[w.font] = faces.get(w.font, 0) + n
@@ -249,7 +283,9 @@ def native_content(path: Path) -> TextLayer:
             face = face_name(font_name)
             if font_name and font_name == getattr(cell, "font_key", ""):
                 unresolved.setdefault(page_no, set()).add(face)
-            ws.append(Word(fold_radicals(cell.text), l_, t_, r_, b_, face, i))
+            mode = getattr(cell, "rendering_mode", None)
+            stroked = getattr(mode, "value", mode) in _FILL_THEN_STROKE
+            ws.append(Word(fold_radicals(cell.text), l_, t_, r_, b_, face, i, stroked))
         words[page_no] = ws
         raw_lines[page_no] = [
             (fold_radicals(cell.text), top_left(cell.rect.to_bounding_box(), page_h))
@@ -292,7 +328,7 @@ def native_content(path: Path) -> TextLayer:
                 if best is not None:
                     owned[best[1]].append(w)
             built = [
-                _line_from_words(page_no, text, box, owned[k])
+                _line_from_words(page_no, _close_false_spaces(text, owned[k]), box, owned[k])
                 for k, (text, box) in enumerate(page_lines)
             ]
             lines += _merge_row_fragments(built)
