@@ -69,6 +69,20 @@ class Page:
         c.FPDFPath_SetDrawMode(obj, 0, 1)
         c.FPDFPage_InsertObject(self.page.raw, obj)
 
+    def white_box(self, x0: float, y0: float, x1: float, y1: float) -> None:
+        """A rectangle filled white, not stroked: the backdrop of a figure."""
+        import pypdfium2.raw as c
+
+        obj = c.FPDFPageObj_CreateNewRect(
+            ctypes.c_float(x0),
+            ctypes.c_float(PAGE_H - y1),
+            ctypes.c_float(x1 - x0),
+            ctypes.c_float(y1 - y0),
+        )
+        c.FPDFPageObj_SetFillColor(obj, 255, 255, 255, 255)
+        c.FPDFPath_SetDrawMode(obj, c.FPDF_FILLMODE_WINDING, 0)
+        c.FPDFPage_InsertObject(self.page.raw, obj)
+
 
 def make_pdf(path: Path, *pages: Callable[[Page], None]) -> Path:
     import pypdfium2 as pdfium
@@ -243,6 +257,32 @@ def test_headings_by_spacing_and_by_stroke(tmp_path: Path) -> None:
     path = make_pdf(tmp_path / "paper.pdf", paper_page)
     md = parse_offline(path, ParseSettings()).doc.export_to_markdown()
     assert _headings(md) == ["Animals", "Statistical Analysis", "Investment Summary"], md
+
+
+def figure_beside_rules_page(p: Page) -> None:
+    """A table ruled above and below only, and a figure whose white backdrop and
+    diagonal pointer reach across those rules, with prose beside the figure."""
+    for y in (80, 96, 150):
+        p.line(72, y, 540, y)
+    for k, row in enumerate([("Sample", "Density", "Porosity"), ("A-2", "2.797", "9.69")]):
+        for x, cell in zip((80, 250, 420), row, strict=True):
+            p.text(cell, x, 91 + 16 * k if k == 0 else 112)
+    p.text("B-8", 80, 130)
+    p.text("2.856", 250, 130)
+    p.text("1.36", 420, 130)
+    p.white_box(330, 60, 545, 330)  # reaches above the top rule, below the prose
+    p.line(340, 70, 530, 320)  # the pointer of an annotated micrograph
+    y = 180.0
+    for s in MANUAL:
+        p.text(s[:40], 72, y, "Times-Roman")
+        y += 12
+
+
+def test_invisible_boxes_and_diagonals_do_not_make_a_table(tmp_path: Path) -> None:
+    path = make_pdf(tmp_path / "figure.pdf", figure_beside_rules_page)
+    md = parse_offline(path, ParseSettings()).doc.export_to_markdown()
+    prose = [ln for ln in md.splitlines() if "elastic stop nut" in ln]
+    assert prose and not any(ln.startswith("|") for ln in prose), md
 
 
 def test_spaces_inside_a_word_are_closed() -> None:

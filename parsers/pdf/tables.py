@@ -19,6 +19,7 @@ Coordinates are PDF points with a top-left origin (``parsers.pdf.primitives``).
 
 from __future__ import annotations
 
+import ctypes
 import itertools
 import statistics
 from collections.abc import Iterable, Sequence
@@ -104,18 +105,46 @@ class Table:
 # --------------------------------------------------------------------------- #
 
 
-def _is_simple_polygon(obj: Any) -> bool:
-    """A path made of straight segments only (a rectangle, a line), no curves."""
+def _is_rectangle(obj: Any) -> bool:
+    """A path that outlines an upright rectangle: straight segments only, corners on
+    two x and two y values (a diagonal line, an arrow or a curve is not a box)."""
     import pypdfium2.raw as pdfium_c
 
     n = pdfium_c.FPDFPath_CountSegments(obj)
-    if n <= 0 or n > 6:
+    if n < 4 or n > 6:
         return False
+    xs: list[float] = []
+    ys: list[float] = []
     for i in range(n):
         seg = pdfium_c.FPDFPath_GetPathSegment(obj, i)
         if pdfium_c.FPDFPathSegment_GetType(seg) == pdfium_c.FPDF_SEGMENT_BEZIERTO:
             return False
-    return True
+        x, y = ctypes.c_float(), ctypes.c_float()
+        if not pdfium_c.FPDFPathSegment_GetPoint(seg, ctypes.byref(x), ctypes.byref(y)):
+            return False
+        xs.append(x.value)
+        ys.append(y.value)
+    return len(cluster_values(xs, 0.5)) == 2 and len(cluster_values(ys, 0.5)) == 2
+
+
+def _is_visible(obj: Any) -> bool:
+    """Does the path put ink on a white page? Not when it is neither filled nor
+    stroked, nor when it is only filled with white (the backdrop of a figure)."""
+    import pypdfium2.raw as pdfium_c
+
+    fill_mode, stroke = ctypes.c_int(), ctypes.c_int()
+    if not pdfium_c.FPDFPath_GetDrawMode(obj, ctypes.byref(fill_mode), ctypes.byref(stroke)):
+        return True
+    if stroke.value:
+        return True
+    if fill_mode.value == pdfium_c.FPDF_FILLMODE_NONE:
+        return False
+    r, g, b, a = (ctypes.c_uint() for _ in range(4))
+    if not pdfium_c.FPDFPageObj_GetFillColor(
+        obj, ctypes.byref(r), ctypes.byref(g), ctypes.byref(b), ctypes.byref(a)
+    ):
+        return True
+    return a.value > 0 and min(r.value, g.value, b.value) < 250
 
 
 def page_rules(path: Path, page_nos: Iterable[int]) -> dict[int, list[Rule]]:
@@ -128,13 +157,15 @@ def page_rules(path: Path, page_nos: Iterable[int]) -> dict[int, list[Rule]]:
         paths = walk_objects(page, {pdfium_c.FPDF_PAGEOBJ_PATH})
         out: list[Rule] = []
         for obj, _kind, (left, bottom, right, top) in paths:
+            if not _is_visible(obj):
+                continue
             w, h = right - left, top - bottom
             y0, y1 = height - top, height - bottom  # to a top-left origin
             if h <= _RULE_MAX_THICKNESS and w >= _RULE_MIN_LENGTH:
                 out.append(Rule(True, (y0 + y1) / 2, left, right))
             elif w <= _RULE_MAX_THICKNESS and h >= _RULE_MIN_LENGTH:
                 out.append(Rule(False, (left + right) / 2, y0, y1))
-            elif w >= _RULE_MIN_LENGTH and h >= _RULE_MIN_LENGTH and _is_simple_polygon(obj):
+            elif w >= _RULE_MIN_LENGTH and h >= _RULE_MIN_LENGTH and _is_rectangle(obj):
                 # A rectangle (cell shading or a drawn box): its four edges.
                 out += [
                     Rule(True, y0, left, right),
