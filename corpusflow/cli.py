@@ -95,7 +95,10 @@ def _refresh(
     from corpusflow.engine import InProcessExecutor, RefreshEngine
 
     kind = "retry-failed" if only_failed else "refresh"
-    engine = RefreshEngine(source, settings, force_delete, only_failed, kind=kind).prepare()
+    engine = RefreshEngine(source, settings, force_delete, only_failed, kind=kind)
+    if settings.run.prestart_parser:
+        engine.prestart_parsers()
+    engine.prepare()
     if not engine.has_work:
         return engine.run(InProcessExecutor()).to_dict()
     from corpusflow.runtime import runs_under_prefect, start_prefect_api

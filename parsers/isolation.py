@@ -184,6 +184,9 @@ class _Worker:
         shutil.rmtree(self.tmpdir, ignore_errors=True)
 
     def stop(self) -> None:
+        if not self.ready:
+            self.kill()  # never given a job: nothing to finish, no teardown to wait for
+            return
         with contextlib.suppress(Exception):
             self.conn.send(None)
         self.proc.join(timeout=2)

@@ -258,3 +258,33 @@ def main():
     assert report.new == 7 and report.failed == 0 and report.chunks_written > 0, report
 """
     assert heavy_imports(source, tmp_path) == []
+
+
+def test_a_parser_started_before_the_plan_is_used_or_killed(corpus: Path, tmp_path: Path) -> None:
+    """``prestart_parsers`` overlaps a parser's imports with planning: a plan with
+    work parses with that pool; a plan with nothing to do kills it at once, unused."""
+    settings = _settings(tmp_path / "db", parse={"workers": 1})
+
+    def parsers() -> list[psutil.Process]:  # not multiprocessing's resource tracker
+        kids = psutil.Process().children()
+        return [p for p in kids if "resource_tracker" not in " ".join(p.cmdline())]
+
+    first = RefreshEngine(str(corpus), settings)
+    first.prestart_parsers()
+    started = parsers()
+    assert len(started) == 1  # spawned before the store is even opened
+    first.prepare()
+    assert first.job.local_kit(first.stack).pool is first.pool
+    report = first.run(InProcessExecutor())
+    assert (report.new, report.failed) == (7, 0)
+    assert not any(p.is_running() and p.status() != "zombie" for p in started)
+
+    second = RefreshEngine(str(corpus), settings)
+    second.prestart_parsers()
+    spare = parsers()
+    assert len(spare) == 1
+    second.prepare()
+    assert not second.has_work
+    report = second.run(InProcessExecutor())
+    assert report.unchanged == 7
+    assert not any(p.is_running() and p.status() != "zombie" for p in spare)
