@@ -69,6 +69,13 @@ class Page:
         c.FPDFPath_SetDrawMode(obj, 0, 1)
         c.FPDFPage_InsertObject(self.page.raw, obj)
 
+    def paragraph(self, lines: list[str], y: float, font: str = "Times-Roman") -> float:
+        """Lines at 12 pt leading from ``y``; returns the y below the last one."""
+        for s in lines:
+            self.text(s, 72, y, font)
+            y += 12
+        return y
+
     def white_box(self, x0: float, y0: float, x1: float, y1: float) -> None:
         """A rectangle filled white, not stroked: the backdrop of a figure."""
         import pypdfium2.raw as c
@@ -198,15 +205,9 @@ MANUAL = [
 
 def manual_page(p: Page) -> None:
     """Side headings in italics at the body size, run straight into their text."""
-    y = 80.0
-    for s in MANUAL:
-        p.text(s, 72, y, "Times-Roman")
-        y += 12
+    y = p.paragraph(MANUAL, 80.0)
     p.text("Elastic Stop Nut", 72, y, "Times-Italic")  # no gap above or below
-    y += 12
-    for s in MANUAL:
-        p.text(s, 72, y, "Times-Roman")
-        y += 12
+    y = p.paragraph(MANUAL, y + 12)
     # An italic line inside a paragraph runs to the margin: emphasis, not a heading.
     p.text(MANUAL[0], 72, y, "Times-Roman")
     p.text(MANUAL[1], 72, y + 12, "Times-Italic")
@@ -214,10 +215,7 @@ def manual_page(p: Page) -> None:
     y += 48
     # An italic caption is a sentence: not a heading either.
     p.text("Figure 7-26. Self-locking nuts.", 72, y, "Times-Italic")
-    y += 12
-    for s in MANUAL:
-        p.text(s, 72, y, "Times-Roman")
-        y += 12
+    p.paragraph(MANUAL, y + 12)
 
 
 def test_italic_side_heading_at_body_size(tmp_path: Path) -> None:
@@ -235,22 +233,11 @@ def paper_page(p: Page) -> None:
     introduce than to the text above; a stroked (fake bold) line at body size."""
     y = 80.0
     for title in ("Animals", "Statistical Analysis"):
-        for s in MANUAL:
-            p.text(s, 72, y, "Times-Roman")
-            y += 12
-        y += 22  # white space above the heading...
+        y = p.paragraph(MANUAL, y) + 22  # white space above the heading...
         p.text(title, 72, y, "Times-Italic")
-        y += 18  # ...more than below it
-        for s in MANUAL:
-            p.text(s, 72, y, "Times-Roman")
-            y += 12
-        y += 10
-    y += 14
-    p.text("Investment Summary", 72, y, "Times-Roman", stroked=True)
-    y += 14
-    for s in MANUAL:
-        p.text(s, 72, y, "Times-Roman")
-        y += 12
+        y = p.paragraph(MANUAL, y + 18) + 10  # ...more than below it
+    p.text("Investment Summary", 72, y + 14, "Times-Roman", stroked=True)
+    p.paragraph(MANUAL, y + 28)
 
 
 def test_headings_by_spacing_and_by_stroke(tmp_path: Path) -> None:
