@@ -265,8 +265,11 @@ def test_a_parser_started_before_the_plan_is_used_or_killed(corpus: Path, tmp_pa
     work parses with that pool; a plan with nothing to do kills it at once, unused."""
     settings = _settings(tmp_path / "db", parse={"workers": 1})
 
-    def parsers() -> list[psutil.Process]:  # not multiprocessing's resource tracker
-        kids = psutil.Process().children()
+    # Children this test starts: not the suite's servers nor multiprocessing's tracker.
+    earlier = {p.pid for p in psutil.Process().children()}
+
+    def parsers() -> list[psutil.Process]:
+        kids = [p for p in psutil.Process().children() if p.pid not in earlier]
         return [p for p in kids if "resource_tracker" not in " ".join(p.cmdline())]
 
     first = RefreshEngine(str(corpus), settings)
