@@ -200,6 +200,32 @@ def test_reindex_quality_gate(corpus: Path, tmp_path: Path, tiny_bgem3: Path) ->
                     "path": "release_notes.md",
                     "contains": "millimetres per second",
                 },
+                # Enough questions that the random model cannot match MiniLM's perfect
+                # score by luck: with the three above, a random tokenizer/model pair
+                # sometimes did, and the gate let it through.
+                *(
+                    {"question": q, "path": p, "contains": c}
+                    for q, p, c in [
+                        ("when do I collect my badge", "onboarding.html", "9:30"),
+                        ("VPN access approval", "onboarding.html", "approval ticket"),
+                        (
+                            "how many days ahead must flights be booked",
+                            "travel_policy.docx",
+                            "14 days",
+                        ),
+                        (
+                            "meal receipt attendee names",
+                            "travel_policy.docx",
+                            "names of all attendees",
+                        ),
+                        ("which gateway protocol was added", "release_notes.md", "Modbus TCP"),
+                        (
+                            "when do calibration drift alarms fire",
+                            "release_notes.md",
+                            "three consecutive",
+                        ),
+                    ]
+                ),
             ]
         )
     )
