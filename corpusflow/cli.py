@@ -96,8 +96,7 @@ def _refresh(
 
     kind = "retry-failed" if only_failed else "refresh"
     engine = RefreshEngine(source, settings, force_delete, only_failed, kind=kind)
-    if settings.run.prestart_parser:
-        engine.prestart_parsers()
+    engine.prestart_parsers()
     engine.prepare()
     if not engine.has_work:
         return engine.run(InProcessExecutor()).to_dict()

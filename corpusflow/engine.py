@@ -332,17 +332,24 @@ class RefreshEngine:
         return len(self.plan.work) if self.plan else 0
 
     @property
-    def _processes_here(self) -> bool:
-        """Documents to parse and chunk in this process (a Dask run's workers build their
+    def _parses_here(self) -> bool:
+        """Documents are parsed in this process's pool (a Dask run's workers build their
         own parsers and chunker)."""
-        return self.has_work and self.settings.run.task_runner != "dask"
+        return self.settings.run.task_runner != "dask"
+
+    @property
+    def _processes_here(self) -> bool:
+        """Documents to parse and chunk in this process."""
+        return self.has_work and self._parses_here
 
     def prestart_parsers(self) -> None:
         """Start one parser process before the plan, on a guess that there will be
         something to parse: its imports (~6 s of CPU) then overlap with opening the
         store and planning instead of following them. A plan with nothing to parse
-        kills it unused (a second or two of CPU on another core)."""
-        if self.plan is None and self.settings.run.task_runner != "dask" and self.pool is None:
+        kills it unused (a second or two of CPU on another core). Off with
+        ``run.prestart_parser = false``."""
+        run = self.settings.run
+        if run.prestart_parser and self.plan is None and self._parses_here and self.pool is None:
             from parsers import ParserPool
 
             self.pool = self.stack.enter_context(ParserPool(self.settings.parse))

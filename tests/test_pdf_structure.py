@@ -251,18 +251,14 @@ def figure_beside_rules_page(p: Page) -> None:
     diagonal pointer reach across those rules, with prose beside the figure."""
     for y in (80, 96, 150):
         p.line(72, y, 540, y)
-    for k, row in enumerate([("Sample", "Density", "Porosity"), ("A-2", "2.797", "9.69")]):
+    rows = {91: ("Sample", "Density", "Porosity"), 112: ("A-2", "2.797", "9.69")}
+    rows[130] = ("B-8", "2.856", "1.36")
+    for y, row in rows.items():
         for x, cell in zip((80, 250, 420), row, strict=True):
-            p.text(cell, x, 91 + 16 * k if k == 0 else 112)
-    p.text("B-8", 80, 130)
-    p.text("2.856", 250, 130)
-    p.text("1.36", 420, 130)
+            p.text(cell, x, y)
     p.white_box(330, 60, 545, 330)  # reaches above the top rule, below the prose
     p.line(340, 70, 530, 320)  # the pointer of an annotated micrograph
-    y = 180.0
-    for s in MANUAL:
-        p.text(s[:40], 72, y, "Times-Roman")
-        y += 12
+    p.paragraph([s[:40] for s in MANUAL], 180.0)  # prose beside the figure
 
 
 def test_invisible_boxes_and_diagonals_do_not_make_a_table(tmp_path: Path) -> None:

@@ -117,8 +117,6 @@ def group_blocks(lines: list[Line]) -> list[Block]:
     current: Block | None = None
     prev: Line | None = None
     for line in lines:
-        if not line.text.strip():
-            continue
         starts_list = line.bullet or bool(LIST_START.match(line.text.strip()))
         new_block = True
         if current is not None and prev is not None and prev.page_no == line.page_no:

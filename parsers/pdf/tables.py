@@ -157,9 +157,10 @@ def page_rules(path: Path, page_nos: Iterable[int]) -> dict[int, list[Rule]]:
         paths = walk_objects(page, {pdfium_c.FPDF_PAGEOBJ_PATH})
         out: list[Rule] = []
         for obj, _kind, (left, bottom, right, top) in paths:
-            if not _is_visible(obj):
-                continue
             w, h = right - left, top - bottom
+            # Too short to be a rule either way; only then ask pdfium how it is drawn.
+            if max(w, h) < _RULE_MIN_LENGTH or not _is_visible(obj):
+                continue
             y0, y1 = height - top, height - bottom  # to a top-left origin
             if h <= _RULE_MAX_THICKNESS and w >= _RULE_MIN_LENGTH:
                 out.append(Rule(True, (y0 + y1) / 2, left, right))
