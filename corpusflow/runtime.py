@@ -39,16 +39,26 @@ def configure_environment() -> None:
 
 
 class _Unimportable(importlib.abc.MetaPathFinder):
-    """Makes some packages unimportable, for the thread that installed it only."""
+    """Makes the packages a thread names unimportable, for that thread only.
 
-    def __init__(self, packages: tuple[str, ...]) -> None:
-        self.packages = packages
-        self.thread = threading.get_ident()
+    One finder, put on ``sys.meta_path`` once when this module is imported and never
+    taken off: importlib walks that list while other threads import, and inserting or
+    removing a finder during the walk can make it skip one (a run's first documents
+    failed with ``No module named 'langdetect.detector_factory'`` that way).
+    """
+
+    def __init__(self) -> None:
+        self.local = threading.local()
 
     def find_spec(self, name: str, path: Any, target: Any = None) -> None:
-        if threading.get_ident() == self.thread and name.partition(".")[0] in self.packages:
+        blocked: tuple[str, ...] = getattr(self.local, "packages", ())
+        if blocked and name.partition(".")[0] in blocked:
             raise ImportError(f"{name} is not imported here (corpusflow import_without)", name=name)
         return None
+
+
+_GUARD = _Unimportable()
+sys.meta_path.insert(0, _GUARD)
 
 
 def import_without(module: str, *packages: str) -> ModuleType:
@@ -69,15 +79,15 @@ def import_without(module: str, *packages: str) -> ModuleType:
     blocked = tuple(p for p in packages if p not in sys.modules)
     if module in sys.modules or not blocked:
         return importlib.import_module(module)
-    guard = _Unimportable(blocked)  # this thread's own: others import as they please
-    sys.meta_path.insert(0, guard)
+    before = getattr(_GUARD.local, "packages", ())
+    _GUARD.local.packages = before + blocked
     try:
         return importlib.import_module(module)
     except ImportError as exc:
         if (exc.name or "").partition(".")[0] not in blocked:
             raise
     finally:
-        sys.meta_path.remove(guard)
+        _GUARD.local.packages = before
     return importlib.import_module(module)  # it needs them after all
 
 

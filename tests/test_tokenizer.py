@@ -153,3 +153,42 @@ def main():
     assert not errors, errors[:3]
 """
     assert "transformers" not in heavy_imports(source, tmp_path, timeout=300)
+
+
+def test_import_without_blocks_only_its_thread_and_leaves_the_finder_list_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """importlib walks ``sys.meta_path`` while other threads import: a finder put on and
+    taken off for each ``import_without`` made a concurrent import skip one, and a run's
+    first document failed with ``No module named 'langdetect.detector_factory'``."""
+    import sys
+    import threading
+
+    from corpusflow.runtime import import_without
+
+    (tmp_path / "cf_optional_pkg.py").write_text("VALUE = 1\n")
+    (tmp_path / "cf_probe_mod.py").write_text(
+        "import sys, threading\n"
+        "SEEN = list(sys.meta_path)\n"
+        "try:\n    import cf_optional_pkg\n    HAS = True\nexcept ImportError:\n    HAS = False\n"
+        "OTHER = []\n"
+        "def other():\n"
+        "    import cf_optional_pkg\n"
+        "    OTHER.append(cf_optional_pkg.VALUE)\n"
+        "t = threading.Thread(target=other)\nt.start()\nt.join()\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    before = list(sys.meta_path)
+    try:
+        probe = import_without("cf_probe_mod", "cf_optional_pkg")
+        assert before == probe.SEEN  # nothing put on or taken off during the import
+        assert sys.meta_path == before
+        assert probe.HAS is False  # blocked for the importing thread
+        assert probe.OTHER == [1]  # another thread, during the same import, is not blocked
+        assert threading.current_thread() is threading.main_thread()
+        import cf_optional_pkg  # type: ignore[import-not-found]
+
+        assert cf_optional_pkg.VALUE == 1  # and the block ends with the import
+    finally:
+        for name in ("cf_probe_mod", "cf_optional_pkg"):
+            sys.modules.pop(name, None)
