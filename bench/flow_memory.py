@@ -80,6 +80,48 @@ def _malloc() -> str:
     return f"malloc holds {held:.0f} MiB, in use {(m.uordblks + m.hblkhd) / MIB:.0f}, free {m.fordblks / MIB:.0f}"
 
 
+def _mappings() -> collections.Counter[str]:
+    """Resident bytes by kind of mapping: the brk heap, anonymous mappings (other glibc
+    arenas, Rust and Arrow allocations, thread stacks) and each mapped file."""
+    rss: collections.Counter[str] = collections.Counter()
+    kind = ""
+    try:
+        with open("/proc/self/smaps") as f:
+            for line in f:
+                head = line.split()
+                if "-" in head[0] and len(head) >= 5:  # a mapping's header line
+                    path = head[5] if len(head) >= 6 else ""
+                    kind = "[anon]" if not path else path if path.startswith("[") else "file"
+                elif head[0] == "Rss:":
+                    rss[kind] += int(head[1]) * 1024
+    except OSError:
+        pass
+    return rss
+
+
+def _pymalloc() -> str:
+    """Python's small-object allocator (its own mmap'd arenas, outside glibc): strings
+    and other objects the census cannot see live there."""
+    import re
+
+    with tempfile.TemporaryFile("w+") as tmp:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        os.dup2(tmp.fileno(), 2)
+        try:
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        tmp.seek(0)
+        text = tmp.read()
+    m = re.search(r"Total\s*=\s*([\d,]+)", text)
+    arenas = re.search(r"# arenas allocated current\s*=\s*([\d,]+)", text)
+    total = int(m.group(1).replace(",", "")) if m else 0
+    n = int(arenas.group(1).replace(",", "")) if arenas else 0
+    return f"pymalloc {total / MIB:.0f} MiB in {n} arenas"
+
+
 def _indexed(db: Path) -> int:
     import lancedb
 
@@ -133,6 +175,21 @@ def main() -> None:
     seen: dict[int, tuple[int, Any]] = {}
 
     snapshots: list[Any] = []
+    maps: dict[int, collections.Counter[str]] = {}
+    rss_log: list[tuple[float, int]] = []  # (time, RSS) twice a second
+    done = threading.Event()
+
+    def sample() -> None:
+        me = psutil.Process()
+        while not done.is_set():
+            rss_log.append((time.monotonic(), me.memory_info().rss))
+            done.wait(0.5)
+
+    def low(window: float = 30.0) -> int:
+        """The least RSS over the last ``window`` seconds: one sample swings by an
+        embedding batch's buffers, the low point does not."""
+        cut = time.monotonic() - window
+        return min(r for t, r in rss_log if t >= cut)
 
     def watch() -> None:
         for mark in marks:
@@ -144,20 +201,29 @@ def main() -> None:
                     tracemalloc.start(args.trace)
                 snapshots.append(tracemalloc.take_snapshot())
             census = _census()
-            seen[mark] = (psutil.Process().memory_info().rss, census)
+            seen[mark] = (low(), census)
+            maps[mark] = _mappings()
+            names = collections.Counter(
+                (t / "comm").read_text().strip() for t in Path("/proc/self/task").iterdir()
+            )
+            print(f"  threads by name at {mark}: {dict(names.most_common())}", flush=True)
             lance = sum(t.session.size_bytes for t in gc.get_objects() if isinstance(t, Tables))
             print(
-                f"at {mark} documents: RSS {seen[mark][0] / MIB:.0f} MiB, "
+                f"at {mark} documents: RSS {psutil.Process().memory_info().rss / MIB:.0f} MiB "
+                f"(least over 30 s: {seen[mark][0] / MIB:.0f}), "
                 f"Lance caches {lance / MIB:.0f} MiB, Arrow pool {pa.total_allocated_bytes() / MIB:.0f} "
-                f"MiB, Python objects {sum(census[1].values()) / MIB:.0f} MiB, {_malloc()}",
+                f"MiB, Python objects {sum(census[1].values()) / MIB:.0f} MiB, {_malloc()}, {_pymalloc()}, "
+                f"{threading.active_count()} Python threads of {psutil.Process().num_threads()}",
                 flush=True,
             )
 
+    threading.Thread(target=sample, daemon=True).start()
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
     with api.serving():
         refresh_flow(str(corpus), settings.model_dump_json())
     watcher.join(timeout=60)
+    done.set()
     first, last = marks[0], marks[-1]
     if last not in seen:
         raise SystemExit("the run ended before the last mark")
@@ -165,8 +231,17 @@ def main() -> None:
     (rss0, (count0, size0)), (rss1, (count1, size1)) = seen[first], seen[last]
     objects = sum(size1.values()) - sum(size0.values())
     print(
-        f"{first} -> {last} documents: RSS {(rss1 - rss0) / n / 1024:.0f} KiB a document, "
+        f"{first} -> {last} documents: RSS (least over 30 s) {(rss1 - rss0) / n / 1024:.0f} KiB "
+        "a document, "
         f"live Python objects {objects / n / 1024:.1f} KiB a document"
+    )
+    grew = {k: (maps[last][k] - maps[first][k]) / MIB for k in maps[last] | maps[first]}
+    print(
+        "  resident by mapping, grown: "
+        + ", ".join(f"{k} {v:+.0f} MiB" for k, v in sorted(grew.items(), key=lambda kv: -kv[1]))
+        + f" (at {last}: "
+        + ", ".join(f"{k} {v / MIB:.0f}" for k, v in maps[last].most_common())
+        + " MiB)"
     )
     rows = sorted(((size1[k] - size0[k], count1[k] - count0[k], k) for k in size1), reverse=True)
     for grown, added, kind in rows[:15]:

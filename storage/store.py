@@ -63,7 +63,13 @@ class Store(Tables):
 
     @classmethod
     def from_settings(cls, storage: StorageSettings) -> Store:
-        return cls(storage.db, storage.collection, storage.storage_options, storage.cache_mib)
+        return cls(
+            storage.db,
+            storage.collection,
+            storage.storage_options,
+            storage.cache_mib,
+            storage.metadata_cache_mib,
+        )
 
     def validate(self, suffix: str, dim: int) -> list[str]:
         """Problems that make a chunk table unfit to serve (empty list = valid)."""

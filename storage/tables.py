@@ -56,6 +56,7 @@ class Tables:
         collection: str = "default",
         storage_options: dict[str, str] | None = None,
         cache_mib: int = 256,
+        metadata_cache_mib: int = 32,
     ) -> None:
         import lancedb
 
@@ -67,10 +68,12 @@ class Tables:
         self.write_lock = threading.Lock()
         # A zero consistency interval: every read sees other processes' commits.
         # Bounded caches: Lance keeps every version and fragment it has read, and a run
-        # commits the parse cache once per document, so unbounded caches grow with the run.
-        cache = cache_mib * 2**20
+        # commits several tables per batch, so unbounded caches grow with the run. The
+        # metadata cache (manifests, fragments) is what grows; a reader only ever wants
+        # the latest version's, so its bound is small (docs/benchmarks.md).
         self.session = lancedb.Session(
-            index_cache_size_bytes=cache, metadata_cache_size_bytes=cache
+            index_cache_size_bytes=cache_mib * 2**20,
+            metadata_cache_size_bytes=metadata_cache_mib * 2**20,
         )
         self.db = lancedb.connect(
             uri,
