@@ -39,34 +39,22 @@ def configure_environment() -> None:
     _bound_allocators()
 
 
-# glibc's mallopt parameter for the size from which an allocation is its own mapping.
-_M_MMAP_THRESHOLD = -3
-_MMAP_THRESHOLD = 128 * 1024
-
-
 def _bound_allocators() -> None:
-    """Allocators that give freed memory back, for this process and the ones it starts.
+    """Arrow on the system allocator, for this process and the ones it starts.
 
-    A long run's flow process grew ~140 KiB per document while what it held live grew
-    ~30 (docs/benchmarks.md, "Freed memory kept"): two allocators kept what was freed.
-    - Arrow's default pool (jemalloc) kept the pages of the tables built and dropped per
-      batch; the system pool hands them to glibc, whose free pages ``malloc_trim`` (after
-      every commit) returns.
-    - glibc raises its mmap threshold to the largest block freed (up to 32 MiB), so the
-      embedding's and Lance's buffers moved into the arenas and fragmented them; a fixed
-      threshold keeps buffers from 128 KiB up in their own mappings, unmapped when freed.
-    A value the user set wins for both.
+    Arrow's default pool (jemalloc) kept the pages of the Arrow tables a run builds and
+    drops per batch: a long run's flow process grew with the corpus by memory no
+    allocator figure showed (docs/benchmarks.md, "Freed memory kept"). With the system
+    pool they go to glibc, whose free pages ``malloc_trim`` (after every commit) returns.
+    A value the user set wins. (glibc's mmap threshold, fixed small, cut the growth
+    further but made embedding ~20% slower: torch's activations were then mapped afresh
+    on every call, so it is left to glibc.)
     """
     if "ARROW_DEFAULT_MEMORY_POOL" not in os.environ:
         os.environ["ARROW_DEFAULT_MEMORY_POOL"] = "system"  # read when pyarrow is imported
         if "pyarrow" in sys.modules:  # imported already: switch this process now
             pyarrow = sys.modules["pyarrow"]
             pyarrow.set_memory_pool(pyarrow.system_memory_pool())
-    if "MALLOC_MMAP_THRESHOLD_" not in os.environ:
-        os.environ["MALLOC_MMAP_THRESHOLD_"] = str(_MMAP_THRESHOLD)  # children read it at start
-        if sys.platform.startswith("linux"):
-            with contextlib.suppress(OSError, AttributeError):  # musl has no mallopt
-                ctypes.CDLL("libc.so.6").mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)
 
 
 class _Unimportable(importlib.abc.MetaPathFinder):

@@ -213,9 +213,9 @@ class StorageSettings(_Section):
         description=(
             "Lance's in-process metadata cache, MiB: manifests and fragment metadata of the "
             "table versions read. Every commit makes a version, so this fills as a run goes "
-            "(~24 KiB per document) and only the latest version's is read again: at 256 "
-            "MiB it was most of a 10,000-document ingest's growth, at 4-256 MiB the same "
-            "commits take the same time (docs/benchmarks.md)."
+            "(~24 KiB per document, a third of what the flow process grew by at 256 MiB) "
+            "and only the latest version's is read again; at 1-256 MiB the same commits "
+            "take the same time (docs/benchmarks.md)."
         ),
     )
     write_batch_docs: int = Field(
