@@ -33,28 +33,20 @@ def configure_environment() -> None:
         "TRANSFORMERS_OFFLINE": "1",
         "HF_HUB_DISABLE_TELEMETRY": "1",
         "TOKENIZERS_PARALLELISM": "false",
+        # Arrow on the system allocator (read when pyarrow is imported, and by the
+        # processes this one starts): Arrow's jemalloc pool kept the pages of the tables a
+        # run builds and drops per batch, so a long run's flow process grew with the corpus
+        # by memory no allocator figure showed (docs/benchmarks.md, "Freed memory kept").
+        # With the system pool they go to glibc, whose free pages ``malloc_trim`` (after
+        # every commit) returns. (glibc's mmap threshold, fixed small, cut the growth
+        # further but made embedding ~20% slower, so it is left to glibc.)
+        "ARROW_DEFAULT_MEMORY_POOL": "system",
     }
     for key, value in defaults.items():
         os.environ.setdefault(key, value)
-    _bound_allocators()
-
-
-def _bound_allocators() -> None:
-    """Arrow on the system allocator, for this process and the ones it starts.
-
-    Arrow's default pool (jemalloc) kept the pages of the Arrow tables a run builds and
-    drops per batch: a long run's flow process grew with the corpus by memory no
-    allocator figure showed (docs/benchmarks.md, "Freed memory kept"). With the system
-    pool they go to glibc, whose free pages ``malloc_trim`` (after every commit) returns.
-    A value the user set wins. (glibc's mmap threshold, fixed small, cut the growth
-    further but made embedding ~20% slower: torch's activations were then mapped afresh
-    on every call, so it is left to glibc.)
-    """
-    if "ARROW_DEFAULT_MEMORY_POOL" not in os.environ:
-        os.environ["ARROW_DEFAULT_MEMORY_POOL"] = "system"  # read when pyarrow is imported
-        if "pyarrow" in sys.modules:  # imported already: switch this process now
-            pyarrow = sys.modules["pyarrow"]
-            pyarrow.set_memory_pool(pyarrow.system_memory_pool())
+    pyarrow = sys.modules.get("pyarrow")
+    if pyarrow is not None and os.environ["ARROW_DEFAULT_MEMORY_POOL"] == "system":
+        pyarrow.set_memory_pool(pyarrow.system_memory_pool())  # imported already: switch now
 
 
 class _Unimportable(importlib.abc.MetaPathFinder):
