@@ -23,6 +23,11 @@ from typing import Any
 UNDETERMINED = "und"
 CJK_SHARE = 0.2  # share of letters in CJK scripts from which the script decides
 MIN_LETTERS = 40  # below this many letters, a chunk takes its document's language
+# langdetect averages 7 random walks over a text's n-grams by default. Three agree
+# with seven on 170 of 171 Latin-script chunks of the shared corpus and samples (the
+# one differing is a list of "List item4"-style stubs) at 0.6x the time; it is the
+# largest cost of chunking a table (~20 ms a chunk of triplets with seven).
+TRIALS = 3
 
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002fa1f]")
 _KANA = re.compile(r"[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f]")
@@ -97,6 +102,7 @@ def detect_language(text: str) -> str:
     from langdetect.lang_detect_exception import LangDetectException
 
     detector = _detector_factory().create()
+    detector.n_trial = TRIALS
     detector.append(text[:2000])
     try:
         code = str(detector.detect())

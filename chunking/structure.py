@@ -113,10 +113,16 @@ def chunk_document(
         return _assemble(parsed, doc_id, pieces, counter, budget, settings, contextualizer)
     # Headings are carried in heading_path and the context prefix; the chunker's
     # own limit leaves room for the prefix so the embedded text fits the model.
+    # repeat_table_header stays off: its table path looks for a Markdown header, but
+    # the chunking serializer writes tables as "row, column = value" triplets, which
+    # carry their column names already. With it on, a table larger than a chunk came
+    # out as "| - |" plus pieces cut mid-row, and a long table went through a token
+    # search over the whole remaining text for every piece (minutes for a 2,000-row
+    # CSV at 160 tokens). semchunk splits the triplet text at its sentence ends.
     chunker = hybrid_chunker(
         tokenizer=chunker_tokenizer(tokenizer, max_tokens - budget),
         merge_peers=settings.merge_peers,
-        repeat_table_header=True,
+        repeat_table_header=False,
     )
     doc = parsed.to_docling()
     order = {item.self_ref: idx for idx, (item, _level) in enumerate(doc.iterate_items())}

@@ -183,6 +183,25 @@ def test_split_table_repeats_its_header(tmp_path: Path, minilm_tokenizer: Any) -
     assert len(rows_seen) == 40  # no row lost at a split
 
 
+@pytest.mark.timeout(120)  # docling-core's table header path took minutes here
+def test_table_wider_than_the_budget_splits_cleanly(tmp_path: Path, minilm_tokenizer: Any) -> None:
+    """A CSV whose header row alone is longer than a chunk: every cell is indexed, as
+    "row, column = value" text, no chunk is over the limit and none is Markdown debris
+    (docling-core repeating a header it cannot find wrote "| - |" into every piece)."""
+    cols = [f"Quarterly revenue column number {j} in thousands of euros" for j in range(24)]
+    lines = [",".join(cols)] + [",".join(f"v{i}x{j}" for j in range(24)) for i in range(40)]
+    path = tmp_path / "wide.csv"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    cs = _chunks(path, minilm_tokenizer, max_tokens=64)
+    text = "\n".join(c.text for c in cs.children)
+    for c in cs.children:
+        assert len(minilm_tokenizer.encode(c.embed_text, add_special_tokens=False)) <= 64
+        assert "| - |" not in c.text
+    # every value of every row after the first column (the row label) is there
+    missing = [f"v{i}x{j}" for i in range(40) for j in range(1, 24) if f"= v{i}x{j}" not in text]
+    assert not missing, missing[:5]
+
+
 def test_shared_docs_with_headings_give_every_chunk_a_heading_path(
     shared_corpus: Path, minilm_tokenizer: Any
 ) -> None:
