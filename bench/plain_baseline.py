@@ -269,7 +269,7 @@ def _div(a: float, b: float) -> float | None:
     return a / b if b else None
 
 
-def compare(plain: dict, cf: dict, raw: dict | None, load_s: float) -> dict:
+def compare(plain: dict, cf: dict, raw: dict | None) -> dict:
     out: dict[str, Any] = {
         "plain_chunks": plain["chunks"],
         "corpusflow_chunks": cf["chunks"],
@@ -285,23 +285,25 @@ def compare(plain: dict, cf: dict, raw: dict | None, load_s: float) -> dict:
     pc, cc = out["plain_cpu_s_per_chunk"], out["corpusflow_cpu_s_per_chunk"]
     out["cpu_per_chunk_ratio"] = _div(cc, pc) if pc and cc else None
     if raw is not None:
-        embed_write = float(cf["stage_s"].get("embed_write", 0.0))
+        stages = cf["stage_s"]
+        # Both corpusflow figures leave out its own measured model load (the first
+        # batch loads the model lazily, importing torch and sentence-transformers with
+        # it), as the plain side's encode leaves out its setup. "embed" is the encoding
+        # of each batch with its embedding-cache reads and checkpoints; "embed_write"
+        # adds the batch's parse-cache, chunk, parent and ledger commits.
+        load = float(stages.get("load_model", 0.0))
+        embed = float(stages.get("embed", 0.0)) - load
+        embed_write = float(stages.get("embed_write", 0.0)) - load
         out["plain_embed_chunks_per_s"] = _div(plain["chunks"], plain["stage_s"]["encode"])
-        out["corpusflow_embed_write_chunks_per_s"] = _div(cf["chunks"], embed_write)
-        # embed_write also loads the model on the first batch (lazy load); the plain
-        # side's SentenceTransformer(path) time (imports done) is taken off as an
-        # estimate. It also holds the checkpoint and LanceDB writes of each batch.
-        adj = embed_write - load_s
-        out["corpusflow_embed_write_less_model_load_chunks_per_s"] = (
-            _div(cf["chunks"], adj) if adj > 0 else None
+        out["corpusflow_embed_chunks_per_s"] = _div(cf["chunks"], embed) if embed > 0 else None
+        out["corpusflow_embed_write_chunks_per_s"] = (
+            _div(cf["chunks"], embed_write) if embed_write > 0 else None
         )
+        out["corpusflow_model_load_s"] = load
         out["raw_encode_chunks_per_s"] = raw.get("one_call_chunks_per_s")
         out["raw_encode_per_batch_chunks_per_s"] = raw.get("per_batch_chunks_per_s")
         r = raw.get("one_call_chunks_per_s")
-        for key in (
-            "corpusflow_embed_write_chunks_per_s",
-            "corpusflow_embed_write_less_model_load_chunks_per_s",
-        ):
+        for key in ("corpusflow_embed_chunks_per_s", "corpusflow_embed_write_chunks_per_s"):
             v = out.get(key)
             out[key.replace("_chunks_per_s", "_vs_raw")] = _div(v, r) if v and r else None
     return out
@@ -336,16 +338,16 @@ def print_table(title: str, cmp: dict) -> None:
     if "raw_encode_chunks_per_s" in cmp:
         rows += [
             (
-                "embed chunks/s (cf: embed_write)",
+                "embed chunks/s (cf: embed)",
                 cmp["plain_embed_chunks_per_s"],
-                cmp["corpusflow_embed_write_chunks_per_s"],
-                cmp["corpusflow_embed_write_vs_raw"],
+                cmp["corpusflow_embed_chunks_per_s"],
+                cmp["corpusflow_embed_vs_raw"],
             ),
             (
-                "embed chunks/s (cf: less load)",
-                cmp["plain_embed_chunks_per_s"],
-                cmp["corpusflow_embed_write_less_model_load_chunks_per_s"],
-                cmp["corpusflow_embed_write_less_model_load_vs_raw"],
+                "embed+commit chunks/s (cf)",
+                None,
+                cmp["corpusflow_embed_write_chunks_per_s"],
+                cmp["corpusflow_embed_write_vs_raw"],
             ),
             ("raw encode cf texts, 1 call", cmp["raw_encode_chunks_per_s"], None, None),
             (
@@ -361,11 +363,12 @@ def print_table(title: str, cmp: dict) -> None:
     if cmp.get("wall_per_chunk_ratio") is not None:
         ok = cmp["wall_per_chunk_ratio"] <= TARGET_WALL
         print(f"wall/chunk target cf <= {TARGET_WALL}x plain: {'met' if ok else 'NOT met'}")
-    if cmp.get("corpusflow_embed_write_vs_raw") is not None:
-        ok = cmp["corpusflow_embed_write_vs_raw"] >= TARGET_EMBED
+    if cmp.get("corpusflow_embed_vs_raw") is not None:
+        ok = cmp["corpusflow_embed_vs_raw"] >= TARGET_EMBED
         print(
-            f"embed target cf >= {TARGET_EMBED}x raw (embed_write): {'met' if ok else 'NOT met'}"
-            f"; less model load: {fmt(cmp.get('corpusflow_embed_write_less_model_load_vs_raw'))}"
+            f"embed target cf >= {TARGET_EMBED}x raw 1-call encode: {'met' if ok else 'NOT met'}"
+            f" (model load {fmt(cmp['corpusflow_model_load_s'], 1)} s left out; with the"
+            f" commits: {fmt(cmp.get('corpusflow_embed_write_vs_raw'))}x)"
         )
 
 
@@ -408,8 +411,7 @@ def main() -> None:
 
         print("[3/4] raw encode of corpusflow's embed_text ...", flush=True)
         raw = raw_encode(model, work / "cf_db", plain["batch_size"])
-        load_s = plain["stage_s"]["model_load"]
-        full = compare(plain, cf, raw, load_s)
+        full = compare(plain, cf, raw)
 
         subset: dict[str, Any] | None = None
         converted = plain["converted"]
@@ -428,7 +430,7 @@ def main() -> None:
                 "files": len(converted),
                 "plain_rejected_convert_s": rejected_s,
                 "corpusflow": {k: v for k, v in cf_sub.items() if k != "report"},
-                "comparison": compare(plain_sub, cf_sub, None, load_s),
+                "comparison": compare(plain_sub, cf_sub, None),
             }
         else:
             print("[4/4] subset run skipped", flush=True)

@@ -76,6 +76,15 @@ class ParseSettings(_Section):
     timeout_s: float = Field(300.0, description="Wall-clock limit for parsing one document.")
     memory_limit_mb: int = Field(4096, description="Resident memory cap of the parser process.")
     workers: int = Field(1, ge=1, description="Parser child processes running at once.")
+    nice: int = Field(
+        10,
+        ge=0,
+        le=19,
+        description=(
+            "Scheduling niceness added to parser children (Unix): embedding, the stage "
+            "that paces a run, gets the CPU first; parsers use what it leaves. 0 = equal."
+        ),
+    )
     max_pages: int = Field(2000, description="Documents with more pages are refused.")
     ocr: bool = Field(True, description="OCR pages that have no usable text layer.")
     ocr_engine: Literal["rapidocr"] = "rapidocr"

@@ -67,6 +67,11 @@ def _child_main(
 
     parse_file = _resolve_target(target)
     settings = ParseSettings.model_validate_json(settings_json)
+    if settings.nice and hasattr(os, "nice"):
+        # Parsing runs ahead of embedding within the in-flight bound; when both want
+        # the CPU, the embedder in the flow process (the slower stage) goes first.
+        # What the child starts (soffice, OCR threads) inherits it.
+        os.nice(settings.nice)
     try:
         warm_up(settings)
     except Exception as exc:  # a broken install shows up on the first job instead

@@ -4,6 +4,7 @@ a hanging and a crashing parser, zip bombs; and the unstructured backend offline
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import tempfile
 import time
@@ -181,6 +182,28 @@ def aborting_parse(path: Path, settings: ParseSettings, metadata: dict[str, Any]
     from parsers.registry import parse_file as real_parse
 
     return real_parse(path, settings, metadata)
+
+
+def niceness_parse(path: Path, settings: ParseSettings, metadata: dict[str, Any]) -> ParsedDocument:
+    """Writes the child's scheduling niceness beside the file, then parses it."""
+    Path(path).with_suffix(".nice").write_text(str(os.nice(0)))
+    from parsers.registry import parse_file as real_parse
+
+    return real_parse(path, settings, metadata)
+
+
+@pytest.mark.parametrize("nice", [0, 7])
+def test_parser_children_run_at_the_configured_niceness(
+    tmp_path: Path, samples_dir: Path, nice: int
+) -> None:
+    """Embedding in the flow process gets the CPU before the parsers (parse.nice)."""
+    doc = tmp_path / "onboarding.html"
+    shutil.copy(samples_dir / "onboarding.html", doc)
+    with ParserPool(
+        ParseSettings(timeout_s=60, nice=nice), target=f"{__name__}:niceness_parse"
+    ) as pool:
+        assert "Day One" in pool.parse(doc).markdown
+    assert int(doc.with_suffix(".nice").read_text()) == min(19, os.nice(0) + nice)
 
 
 def test_hung_parser_times_out_and_next_file_parses(tmp_path: Path, samples_dir: Path) -> None:
