@@ -95,6 +95,7 @@ STEPS = {
 def _setup(work: Path, hash_shortcut: bool = True) -> tuple[Any, Any, Any, Any]:
     from corpusflow.pipeline import Fingerprints
     from corpusflow.settings import load_settings
+    from parsers import ParserFingerprints
     from sources import LocalSource
     from storage import Store
 
@@ -104,7 +105,9 @@ def _setup(work: Path, hash_shortcut: bool = True) -> tuple[Any, Any, Any, Any]:
     )
     source = LocalSource(work / "tree", settings.source)
     store = Store.from_settings(settings.storage)
-    fps = Fingerprints("bench-parser", "bench-chunker", "bench-model", 512, "bench")
+    fps = Fingerprints(
+        ParserFingerprints({"md": "bench-parser"}), "bench-chunker", "bench-model", 512, "bench"
+    )
     return settings, source, store, fps
 
 
@@ -158,7 +161,8 @@ def seed_ledger(work: Path) -> None:
                 content_sha256=source.content_hash(f),
                 size=f.size,
                 mtime=f.mtime,
-                parser_fingerprint=fps.parser,
+                format="md",
+                parser_fingerprint=fps.parsers.of("md"),
                 chunker_fingerprint=fps.chunker,
                 model_fingerprint=fps.model,
                 chunk_count=1,

@@ -242,7 +242,7 @@ def plan(args: argparse.Namespace) -> dict[str, Any]:
             "title": [f"Document {i}" for i in ids],
             "page_count": [1] * n,
             "parser": ["docling"] * n,
-            "parser_fingerprint": [fps.parser] * n,
+            "parser_fingerprint": [fps.parsers.of("md")] * n,
             "chunker_fingerprint": [fps.chunker] * n,
             "model_fingerprint": [fps.model] * n,
             "chunk_count": [3] * n,

@@ -25,7 +25,7 @@ from corpusflow.plan import WorkItem
 from corpusflow.settings import Settings
 from embedding import EmbedCounts, Embedder, ModelSpec, embed_texts
 from embedding.runtime import load_seconds
-from parsers import ParsedDocument, parser_fingerprint
+from parsers import ParsedDocument, ParserFingerprints, parser_fingerprints
 from parsers.models import ParseWarning
 from sources import Source, open_source
 from storage import Store
@@ -39,7 +39,7 @@ class ValidationFailedError(CorpusflowError):
 
 @dataclass(frozen=True, slots=True)
 class Fingerprints:
-    parser: str
+    parsers: ParserFingerprints  # per format: see ParserFingerprints.of
     chunker: str
     model: str
     max_tokens: int
@@ -60,7 +60,7 @@ class Fingerprints:
                 f"|llm:{settings.llm.model}:{settings.llm.prompt_version}:{TEMPLATE_VERSION}"
             )
         return cls(
-            parser=parser_fingerprint(settings.parse),
+            parsers=parser_fingerprints(settings.parse),
             chunker=chunker_fingerprint(settings.chunk, max_tokens, identity),
             model=spec.fingerprint,
             max_tokens=max_tokens,
@@ -142,6 +142,7 @@ def reuse_active_chunks(
             row is None
             or row.status != DocStatus.INDEXED
             or row.chunker_fingerprint != fps.chunker
+            or row.parser_fingerprint != fps.parsers.of(row.format)
             or not row.content_sha256
         ):
             rest.append(item)
@@ -223,9 +224,14 @@ def parse_document(
             item.sha256 = source.content_hash(f)
         except FileNotFoundError as exc:
             raise DocumentError(Category.SOURCE_CHANGED, "file vanished after listing") from exc
-    cached = store.caches.get_parsed(item.sha256, fps.parser)
+    cached = store.caches.get_parsed(item.sha256, fps.parsers.by_format.values())
     if cached is not None:
-        return ParsedDocument.from_json(cached), True
+        fp, js = cached
+        parsed = ParsedDocument.from_json(js)
+        # A parse of these bytes under its own format's current fingerprint (not a
+        # fingerprint another format has now, were the bytes read as another format).
+        if fps.parsers.of(parsed.format) == fp:
+            return parsed, True
     metadata = source.metadata(f)
     try:
         with source.fetch(f) as local_path:
@@ -317,7 +323,7 @@ def ledger_row(
         title=parsed.title if parsed else None,
         page_count=parsed.page_count if parsed else None,
         parser=parsed.parser if parsed else None,
-        parser_fingerprint=fps.parser if indexed else None,
+        parser_fingerprint=fps.parsers.of(parsed.format) if indexed and parsed else None,
         chunker_fingerprint=fps.chunker if indexed else None,
         model_fingerprint=fps.model if indexed else None,
         chunk_count=chunk_count,
@@ -355,7 +361,11 @@ def write_batch(
     # The batch's fresh parses go to the parse cache first: a failed embedding or commit
     # does not cost the parse again.
     store.caches.put_parsed(
-        [(p.item.sha256, fps.parser, p.parsed.to_json()) for p in batch if not p.from_cache]
+        [
+            (p.item.sha256, fps.parsers.of(p.parsed.format), p.parsed.to_json())
+            for p in batch
+            if not p.from_cache
+        ]
     )
     children = [c for p in batch for c in p.chunks.children]
     keys = {c.chunk_id: embed_key(c.embed_text) for c in children}
@@ -372,9 +382,16 @@ def write_batch(
         counts=counts,
     )
     embed_s, load_s = time.perf_counter() - embed_start, load_seconds() - loaded_before
-    manifest = json.dumps(
-        {"parser": fps.parser, "chunker": fps.chunker, "model": spec.to_dict()}, sort_keys=True
-    )
+    manifests: dict[str, str] = {}  # per format: what produced a chunk row
+
+    def manifest(fmt: str) -> str:
+        if fmt not in manifests:
+            manifests[fmt] = json.dumps(
+                {"parser": fps.parsers.of(fmt), "chunker": fps.chunker, "model": spec.to_dict()},
+                sort_keys=True,
+            )
+        return manifests[fmt]
+
     chunk_rows: list[dict[str, Any]] = []
     parent_rows: list[dict[str, Any]] = []
     for p in batch:
@@ -403,7 +420,7 @@ def write_batch(
                     "vector": dense.tolist(),
                     "sparse_ids": list(sparse.keys()) if sparse is not None else None,
                     "sparse_weights": list(sparse.values()) if sparse is not None else None,
-                    "manifest_json": manifest,
+                    "manifest_json": manifest(p.parsed.format),
                 }
             )
         parent_rows.extend(

@@ -49,6 +49,7 @@ PLAN_COLUMNS = (
     "etag",
     "error_category",
     "attempts",
+    "format",
     "parser_fingerprint",
     "chunker_fingerprint",
     "model_fingerprint",
@@ -221,12 +222,20 @@ def _settled(joined: pa.Table, settings: Settings, fps: Fingerprints) -> pa.Chun
         ),
         pc.and_(
             pc.and_(
-                pc.equal(joined["parser_fingerprint"], fps.parser),
+                pc.equal(joined["parser_fingerprint"], _expected_parser(joined["format"], fps)),
                 pc.equal(joined["chunker_fingerprint"], fps.chunker),
             ),
             pc.equal(joined["model_fingerprint"], fps.model),
         ),
     )
+
+
+def _expected_parser(formats: pa.ChunkedArray, fps: Fingerprints) -> pa.ChunkedArray:
+    """Each row's current parser fingerprint, from the format its parse recorded (null
+    for a format no backend reads any more: never settled)."""
+    known = pa.array(list(fps.parsers.by_format))
+    values = pa.array(list(fps.parsers.by_format.values()))
+    return pc.take(values, pc.index_in(formats, value_set=known))
 
 
 def _decide(
@@ -269,7 +278,7 @@ def _decide(
     elif not row["content_sha256"] or sha != row["content_sha256"]:
         plan.work.append(WorkItem(f, sha, PlanReason.CHANGED))
     elif (row["parser_fingerprint"], row["chunker_fingerprint"], row["model_fingerprint"]) != (
-        fps.parser,
+        fps.parsers.of(row["format"]),
         fps.chunker,
         fps.model,
     ):

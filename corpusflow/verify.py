@@ -114,13 +114,17 @@ def _check_table(store: Store, table: str, report: VerifyReport) -> None:
 
 def _parsed_text(store: Store, src: Any, f: SourceFile, settings: Settings) -> bool:
     """Whether the parse cache holds a parse of the file's current bytes that has text."""
-    from parsers import ParsedDocument, parser_fingerprint
+    from parsers import ParsedDocument, parser_fingerprints
 
+    fps = parser_fingerprints(settings.parse)
     try:
-        cached = store.caches.get_parsed(src.content_hash(f), parser_fingerprint(settings.parse))
+        cached = store.caches.get_parsed(src.content_hash(f), fps.by_format.values())
     except (OSError, DocumentError):
         return False
-    return cached is not None and bool(ParsedDocument.from_json(cached).markdown.strip())
+    if cached is None:
+        return False
+    parsed = ParsedDocument.from_json(cached[1])
+    return fps.of(parsed.format) == cached[0] and bool(parsed.markdown.strip())
 
 
 def _check_source(

@@ -8,14 +8,20 @@ rapidocr, pypdfium2) are imported only inside the functions that use them.
 
 from parsers.errors import ParseError
 from parsers.isolation import ParserPool
-from parsers.models import PARSER_VERSION, ParsedDocument, parser_fingerprint
+from parsers.models import (
+    PARSER_VERSION,
+    ParsedDocument,
+    ParserFingerprints,
+    parser_fingerprints,
+)
 from parsers.registry import parse_file
 
 __all__ = [
     "PARSER_VERSION",
     "ParseError",
     "ParsedDocument",
+    "ParserFingerprints",
     "ParserPool",
     "parse_file",
-    "parser_fingerprint",
+    "parser_fingerprints",
 ]

@@ -50,6 +50,9 @@ class FormatSpec:
     fallback: str | None = None
     # Text formats are decoded (any encoding) before the backend sees them.
     text: bool = False
+    # Bump when this format's parse output changes for the same bytes and settings:
+    # its documents, and only they, are parsed again (parsers.models.parser_fingerprints).
+    version: str = "1"
 
     def missing(self) -> str | None:
         """What is missing on this machine to read this format, or None."""

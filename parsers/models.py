@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -12,7 +13,11 @@ if TYPE_CHECKING:
 
     from corpusflow.settings import ParseSettings
 
-# Bump when the parse output for the same bytes and settings changes.
+# Bump when the parse output of every format changes for the same bytes and settings
+# (format detection, the registry's common handling); a change to one backend bumps
+# that format's ``FormatSpec.version`` in parsers/formats.py instead, so only the
+# documents of that format are parsed again. Fingerprints are per format since
+# version 6 (every document is parsed once more on that upgrade).
 # 2: unstructured backend (eml, msg, rtf, txt; fallback for docling failures),
 #    missing_pages, office parts with a DTD refused.
 # 3: docling's layout-model PDF path ("docling-layout"); PPTX charts keep X values,
@@ -138,23 +143,50 @@ class ParsedDocument:
         return cls(**data)
 
 
-def parser_fingerprint(settings: ParseSettings) -> str:
-    """Identifies parse output: the parser version plus settings that change output.
+@dataclass(frozen=True, slots=True)
+class ParserFingerprints:
+    """What identifies parse output, per format (``ParsedDocument.format``): a change to
+    one backend, or to settings only it reads, re-parses only the documents it reads."""
 
-    The PDF path that will actually run counts too: with ``pdf_pipeline='auto'``,
-    models arriving on (or leaving) the machine switch PDFs between the layout
-    and the model-free path, and so change the fingerprint.
-    """
+    by_format: Mapping[str, str]
+
+    def of(self, fmt: str | None) -> str:
+        """The fingerprint of documents of ``fmt`` ("" for a format no backend reads)."""
+        return self.by_format.get(fmt or "", "")
+
+    @property
+    def digest(self) -> str:
+        """One value for all formats (a run's identity, not a document's)."""
+        blob = json.dumps(dict(self.by_format), sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def parser_fingerprints(settings: ParseSettings) -> ParserFingerprints:
+    """Each format's fingerprint: the common parser version, the format's backend,
+    fallback and version, and the settings that backend reads (OCR for PDFs and
+    images; for PDFs also the path that will actually run: with ``pdf_pipeline='auto'``
+    models arriving on, or leaving, the machine switch PDFs between the layout and the
+    model-free path)."""
+    from parsers.formats import FORMATS, IMAGE, PDF
     from parsers.pdf.layout import fingerprint_part
 
-    relevant = {
-        **fingerprint_part(settings),
-        "version": PARSER_VERSION,
+    ocr = {
         "ocr": settings.ocr,
         "ocr_engine": settings.ocr_engine,
         "ocr_min_chars_per_page": settings.ocr_min_chars_per_page,
         "ocr_scale": settings.ocr_scale,
-        "pdf_pipeline": settings.pdf_pipeline,
     }
-    blob = json.dumps(relevant, sort_keys=True).encode()
-    return hashlib.sha256(blob).hexdigest()[:16]
+    pdf = {**ocr, **fingerprint_part(settings), "pdf_pipeline": settings.pdf_pipeline}
+    out: dict[str, str] = {}
+    for spec in FORMATS:
+        relevant: dict[str, object] = {
+            "version": PARSER_VERSION,
+            "format": spec.fmt,
+            "format_version": spec.version,
+            "backend": spec.backend,
+            "fallback": spec.fallback,
+            **(pdf if spec.backend == PDF else ocr if spec.backend == IMAGE else {}),
+        }
+        blob = json.dumps(relevant, sort_keys=True).encode()
+        out[spec.fmt] = hashlib.sha256(blob).hexdigest()[:16]
+    return ParserFingerprints(out)

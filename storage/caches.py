@@ -4,7 +4,7 @@ is never stale, only unused (``storage.maintenance`` evicts those)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -51,15 +51,22 @@ class Caches:
                     done[kind] = "compacted"
         return done
 
-    def get_parsed(self, sha256: str, parser_fp: str) -> str | None:
+    def get_parsed(self, sha256: str, parser_fps: Collection[str]) -> tuple[str, str] | None:
+        """(fingerprint, ParsedDocument JSON) of a parse of these bytes under any of
+        ``parser_fps`` (fingerprints are per format, and the format is known only from
+        the parse), or None."""
         table = self.tables.find(self.tables.name("parse_cache"))
-        if table is None:
+        if table is None or not parser_fps:
             return None
-        key = f"{sha256}:{parser_fp}"
+        keys = [f"{sha256}:{fp}" for fp in sorted(set(parser_fps))]
         rows = (
-            table.search().where(f"cache_key = '{key}'").select(["parsed_json"]).limit(1).to_list()
+            table.search()
+            .where(sql_in("cache_key", keys))
+            .select(["parser_fingerprint", "parsed_json"])
+            .limit(1)
+            .to_list()
         )
-        return rows[0]["parsed_json"] if rows else None
+        return (rows[0]["parser_fingerprint"], rows[0]["parsed_json"]) if rows else None
 
     def put_parsed(self, items: Sequence[tuple[str, str, str]]) -> None:
         """items: (sha256, parser fingerprint, ParsedDocument JSON)."""

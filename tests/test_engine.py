@@ -319,3 +319,39 @@ def test_a_parser_started_before_the_plan_is_used_or_killed(corpus: Path, tmp_pa
     report = second.run(InProcessExecutor())
     assert report.unchanged == 7
     assert not any(p.is_running() and p.status() != "zombie" for p in spare)
+
+
+def test_a_new_parser_version_of_one_format_reparses_only_that_format(
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Parser fingerprints are per format: bumping the HTML backend's version parses the
+    HTML page again and leaves the PDFs, the deck, the workbook and the rest alone."""
+    import dataclasses
+
+    import parsers.formats as formats
+
+    settings = _settings(tmp_path / "db")
+    first = RefreshEngine(str(corpus), settings).refresh(InProcessExecutor())
+    assert (first.new, first.failed, first.parsed) == (7, 0, 7)
+    bumped = tuple(
+        dataclasses.replace(spec, version=spec.version + "-next") if spec.fmt == "html" else spec
+        for spec in formats.FORMATS
+    )
+    monkeypatch.setattr(formats, "FORMATS", bumped)
+    again = RefreshEngine(str(corpus), settings).refresh(InProcessExecutor())
+    assert (again.rechunked, again.unchanged, again.parsed, again.parse_cache_hits) == (1, 6, 1, 0)
+    store = Store(str(tmp_path / "db"))
+    active = store.pointer.active()
+    assert active is not None
+    ledger = store.ledger.columns(
+        store.chunks.suffix_of(active.chunk_table), ["path", "format", "parser_fingerprint"]
+    ).to_pylist()
+    by_format = {r["format"]: r["parser_fingerprint"] for r in ledger}
+    from parsers import parser_fingerprints
+
+    assert by_format == {
+        f: parser_fingerprints(settings.parse).of(f) for f in by_format
+    }  # each document carries its own format's fingerprint
+    # A third run with nothing changed does nothing: the vectorised plan agrees.
+    third = RefreshEngine(str(corpus), settings).refresh(InProcessExecutor())
+    assert (third.rechunked, third.unchanged, third.parsed) == (0, 7, 0)

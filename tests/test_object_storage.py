@@ -19,6 +19,7 @@ from corpusflow.errors import ConfigurationError, CorpusflowError
 from corpusflow.pipeline import Fingerprints
 from corpusflow.plan import plan_changes
 from corpusflow.settings import Settings, SourceSettings, load_settings
+from parsers import ParserFingerprints
 from sources import LocalSource, open_source
 from sources.objectstore import ObjectStoreSource
 from storage import LeaseHeldError, Store, write_lease
@@ -403,11 +404,12 @@ def test_s3_source_hash_matches_local_and_etag_hint(s3: S3, tmp_path: Path) -> N
     assert rf.doc_id == lf.doc_id
     assert remote.content_hash(rf) == LocalSource.content_hash(lf)
 
-    fps = Fingerprints("p", "c", "m", 64, "hint")
+    fps = Fingerprints(ParserFingerprints({"md": "p"}), "c", "m", 64, "hint")
     store = Store.from_settings(settings.storage)
     indexed = LedgerRow(
         doc_id=rf.doc_id,
         path=rf.rel_path,
+        format="md",
         parser_fingerprint="p",
         chunker_fingerprint="c",
         model_fingerprint="m",

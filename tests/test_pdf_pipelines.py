@@ -16,7 +16,7 @@ import pytest
 
 from corpusflow.errors import Category
 from corpusflow.settings import ParseSettings
-from parsers import ParseError, parse_file, parser_fingerprint
+from parsers import ParseError, parse_file, parser_fingerprints
 from parsers.pdf import layout as pdf_layout
 from parsers.pdf.layout import (
     LAYOUT_REPO,
@@ -157,14 +157,17 @@ def test_fingerprint_follows_the_pdf_path_that_runs(
     no_models: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     auto = ParseSettings(pdf_pipeline="auto")
-    without = parser_fingerprint(auto)
-    assert without == parser_fingerprint(auto)
+    without = parser_fingerprints(auto)
+    assert without == parser_fingerprints(auto)
     monkeypatch.setattr(pdf_layout, "layout_models_available", lambda settings: True)
-    with_models = parser_fingerprint(auto)
-    assert with_models != without
+    with_models = parser_fingerprints(auto)
+    assert with_models.of("pdf") != without.of("pdf")
+    # Only PDFs take that path: no other format is parsed again when models arrive.
+    others = set(without.by_format) - {"pdf"}
+    assert others and all(with_models.of(f) == without.of(f) for f in others)
     # 'offline' never depends on the models.
     offline = ParseSettings(pdf_pipeline="offline")
-    assert parser_fingerprint(offline) == parser_fingerprint(offline)
+    assert parser_fingerprints(offline) == parser_fingerprints(offline)
     assert pdf_layout.fingerprint_part(offline) == {"pdf_path": "offline"}
 
 

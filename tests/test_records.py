@@ -53,7 +53,8 @@ def test_each_role_owns_its_tables_and_the_pointer_swaps(tmp_path: Path) -> None
         "pointer",
         "runs",
     ]
-    assert store.caches.get_parsed("sha", "fp") == "{}"
+    assert store.caches.get_parsed("sha", ["fp", "other"]) == ("fp", "{}")
+    assert store.caches.get_parsed("sha", ["other"]) is None
     assert store.caches.contexts.get_many(["k", "absent"]) == {"k": "ctx"}
     assert store.runs.last() is not None and store.runs.last().run_id == "r1"  # type: ignore[union-attr]
 

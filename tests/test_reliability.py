@@ -552,7 +552,7 @@ def test_partial_document_is_never_indexed_as_complete(corpus: Path, tmp_path: P
     sha = LocalSource.content_hash(
         next(f for f in LocalSource(corpus, settings.source).list() if f.rel_path == handbook.name)
     )
-    Store(str(db)).caches.put_parsed([(sha, fps.parser, partial.to_json())])
+    Store(str(db)).caches.put_parsed([(sha, fps.parsers.of("pdf"), partial.to_json())])
     report = _run(corpus, settings)
     row = _ledger(db)[handbook.name]
     assert (row["status"], row["error_category"]) == ("indexed", "partial")
