@@ -224,14 +224,11 @@ def parse_document(
             item.sha256 = source.content_hash(f)
         except FileNotFoundError as exc:
             raise DocumentError(Category.SOURCE_CHANGED, "file vanished after listing") from exc
-    cached = store.caches.get_parsed(item.sha256, fps.parsers.by_format.values())
+    cached = fps.parsers.cached(
+        store.caches.get_parsed(item.sha256, fps.parsers.by_format.values())
+    )
     if cached is not None:
-        fp, js = cached
-        parsed = ParsedDocument.from_json(js)
-        # A parse of these bytes under its own format's current fingerprint (not a
-        # fingerprint another format has now, were the bytes read as another format).
-        if fps.parsers.of(parsed.format) == fp:
-            return parsed, True
+        return cached, True
     metadata = source.metadata(f)
     try:
         with source.fetch(f) as local_path:
@@ -382,16 +379,13 @@ def write_batch(
         counts=counts,
     )
     embed_s, load_s = time.perf_counter() - embed_start, load_seconds() - loaded_before
-    manifests: dict[str, str] = {}  # per format: what produced a chunk row
-
-    def manifest(fmt: str) -> str:
-        if fmt not in manifests:
-            manifests[fmt] = json.dumps(
-                {"parser": fps.parsers.of(fmt), "chunker": fps.chunker, "model": spec.to_dict()},
-                sort_keys=True,
-            )
-        return manifests[fmt]
-
+    manifest = {  # what produced a chunk row, per format in the batch
+        fmt: json.dumps(
+            {"parser": fps.parsers.of(fmt), "chunker": fps.chunker, "model": spec.to_dict()},
+            sort_keys=True,
+        )
+        for fmt in {p.parsed.format for p in batch}
+    }
     chunk_rows: list[dict[str, Any]] = []
     parent_rows: list[dict[str, Any]] = []
     for p in batch:
@@ -420,7 +414,7 @@ def write_batch(
                     "vector": dense.tolist(),
                     "sparse_ids": list(sparse.keys()) if sparse is not None else None,
                     "sparse_weights": list(sparse.values()) if sparse is not None else None,
-                    "manifest_json": manifest(p.parsed.format),
+                    "manifest_json": manifest[p.parsed.format],
                 }
             )
         parent_rows.extend(

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from corpusflow.errors import DocumentError
 from corpusflow.settings import Settings
@@ -27,6 +27,9 @@ from sources import SourceFile, doc_id_for, open_source
 from storage import Store
 from storage.records import DocStatus, Pointer
 from storage.tables import sql_in
+
+if TYPE_CHECKING:
+    from parsers import ParserFingerprints
 
 _LIVE = (DocStatus.INDEXED, DocStatus.FAILED, DocStatus.QUARANTINED)
 
@@ -112,19 +115,13 @@ def _check_table(store: Store, table: str, report: VerifyReport) -> None:
     report.violations.extend(f"{table}: {p}" for p in store.validate(suffix, dim))
 
 
-def _parsed_text(store: Store, src: Any, f: SourceFile, settings: Settings) -> bool:
+def _parsed_text(store: Store, src: Any, f: SourceFile, fps: ParserFingerprints) -> bool:
     """Whether the parse cache holds a parse of the file's current bytes that has text."""
-    from parsers import ParsedDocument, parser_fingerprints
-
-    fps = parser_fingerprints(settings.parse)
     try:
-        cached = store.caches.get_parsed(src.content_hash(f), fps.by_format.values())
+        cached = fps.cached(store.caches.get_parsed(src.content_hash(f), fps.by_format.values()))
     except (OSError, DocumentError):
         return False
-    if cached is None:
-        return False
-    parsed = ParsedDocument.from_json(cached[1])
-    return fps.of(parsed.format) == cached[0] and bool(parsed.markdown.strip())
+    return cached is not None and bool(cached.markdown.strip())
 
 
 def _check_source(
@@ -135,7 +132,10 @@ def _check_source(
     rehash: bool,
     report: VerifyReport,
 ) -> None:
+    from parsers import parser_fingerprints
+
     src = open_source(uri, settings.source)
+    parsers = parser_fingerprints(settings.parse)
     ledger = store.ledger.all(store.chunks.suffix_of(active.chunk_table))
     last = store.runs.last()
     seen_by_run = last.started_at.timestamp() if last and last.started_at else 0.0
@@ -167,7 +167,7 @@ def _check_source(
         if row.status != DocStatus.INDEXED:
             if not row.error_category:
                 report.violations.append(f"{f.rel_path}: {row.status} without a reason")
-            elif row.error_category == "empty" and _parsed_text(store, src, f, settings):
+            elif row.error_category == "empty" and _parsed_text(store, src, f, parsers):
                 report.violations.append(
                     f"{f.rel_path}: failed as empty although its parse produced text"
                 )

@@ -154,11 +154,14 @@ class ParserFingerprints:
         """The fingerprint of documents of ``fmt`` ("" for a format no backend reads)."""
         return self.by_format.get(fmt or "", "")
 
-    @property
-    def digest(self) -> str:
-        """One value for all formats (a run's identity, not a document's)."""
-        blob = json.dumps(dict(self.by_format), sort_keys=True).encode()
-        return hashlib.sha256(blob).hexdigest()[:16]
+    def cached(self, hit: tuple[str, str] | None) -> ParsedDocument | None:
+        """The parse a cache lookup under these fingerprints found, (fingerprint,
+        JSON), when it is current for the format that parse found: not a fingerprint
+        another format has now, were the same bytes read as another format."""
+        if hit is None:
+            return None
+        parsed = ParsedDocument.from_json(hit[1])
+        return parsed if self.of(parsed.format) == hit[0] else None
 
 
 def parser_fingerprints(settings: ParseSettings) -> ParserFingerprints:

@@ -355,3 +355,28 @@ def test_a_new_parser_version_of_one_format_reparses_only_that_format(
     # A third run with nothing changed does nothing: the vectorised plan agrees.
     third = RefreshEngine(str(corpus), settings).refresh(InProcessExecutor())
     assert (third.rechunked, third.unchanged, third.parsed) == (0, 7, 0)
+
+
+def test_verify_flags_a_document_failed_as_empty_whose_parse_has_text(
+    corpus: Path, tmp_path: Path
+) -> None:
+    """The parse cache is read under the document's own format's fingerprint: a
+    document recorded as `empty` whose cached parse has text is a violation."""
+    from dataclasses import replace
+
+    from corpusflow.verify import nothing_lost
+    from storage.records import DocStatus
+
+    settings = _settings(tmp_path / "db")
+    RefreshEngine(str(corpus), settings).refresh(InProcessExecutor())
+    assert nothing_lost(settings, str(corpus)).ok
+    store = Store(str(tmp_path / "db"))
+    active = store.pointer.active()
+    assert active is not None
+    suffix = store.chunks.suffix_of(active.chunk_table)
+    row = next(r for r in store.ledger.all(suffix).values() if r.path == "release_notes.md")
+    store.ledger.upsert(
+        suffix, [replace(row, status=DocStatus.FAILED, error_category="empty", chunk_count=0)]
+    )
+    report = nothing_lost(settings, str(corpus))
+    assert "release_notes.md: failed as empty although its parse produced text" in report.violations
