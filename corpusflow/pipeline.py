@@ -44,6 +44,9 @@ class Fingerprints:
     model: str
     max_tokens: int
     table_suffix: str  # names the chunk, parent, staging and ledger tables of this model
+    # What judged a terminal failure (see failure_judge): a failed document is left alone
+    # until its bytes change only while the judge is the same.
+    failures: str = ""
 
     @classmethod
     def of(cls, settings: Settings, spec: ModelSpec) -> Fingerprints:
@@ -59,13 +62,43 @@ class Fingerprints:
             identity += (
                 f"|llm:{settings.llm.model}:{settings.llm.prompt_version}:{TEMPLATE_VERSION}"
             )
+        parsers = parser_fingerprints(settings.parse)
+        chunker = chunker_fingerprint(settings.chunk, max_tokens, identity)
         return cls(
-            parsers=parser_fingerprints(settings.parse),
-            chunker=chunker_fingerprint(settings.chunk, max_tokens, identity),
+            parsers=parsers,
+            chunker=chunker,
             model=spec.fingerprint,
             max_tokens=max_tokens,
             table_suffix=spec.table_suffix,
+            failures=failure_judge(settings, parsers, chunker),
         )
+
+
+# Settings that change how a document is read but cannot turn a refusal into text.
+_NOT_JUDGING = {"workers", "nice", "artifacts_path"}
+
+
+def failure_judge(settings: Settings, parsers: ParserFingerprints, chunker: str) -> str:
+    """What decided that a document failed for good (unsupported, corrupt, encrypted,
+    empty, too large, quarantined): every format's parser, the chunker, and the limits
+    that refuse or stop a document. A release that adds a format or fixes a parser, or a
+    raised limit, tries each such failure once more; an unchanged judge leaves it alone
+    until its bytes change."""
+    import hashlib
+
+    limits = {
+        "parse": settings.parse.model_dump(mode="json", exclude=_NOT_JUDGING),
+        "source": {
+            k: v
+            for k, v in settings.source.model_dump(mode="json").items()
+            if k in ("max_file_size_mb", "expand_archives") or k.startswith("archive_")
+        },
+    }
+    blob = json.dumps(
+        {"parsers": sorted(parsers.by_format.items()), "chunker": chunker, "limits": limits},
+        sort_keys=True,
+    )
+    return "fail:" + hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def choose_model(settings: Settings, store: Store) -> ModelSpec:
@@ -464,8 +497,11 @@ def record_failures(
         status = DocStatus.QUARANTINED if quarantine else DocStatus.FAILED
         row = ledger_row(item, fps, status, error=err)
         if quarantine or err.terminal:
-            # Remember which bytes failed so they are not retried until they change.
+            # Remember which bytes failed, and what judged them, so they are not retried
+            # until either changes (the judge sits in parser_fingerprint: a failed row
+            # has no parse of its own).
             row.content_sha256 = item.sha256 or None
+            row.parser_fingerprint = fps.failures
         rows.append(row)
     store.ledger.upsert(fps.table_suffix, rows)
 

@@ -30,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from corpusflow.errors import TERMINAL_CATEGORIES, ConfigurationError
+from corpusflow.errors import TERMINAL_CATEGORIES, Category, ConfigurationError
 from corpusflow.settings import Settings
 from sources import Source, SourceFile
 from storage import Store
@@ -259,6 +259,18 @@ def _decide(
         return
     etag = row["etag"]
     same_stat = f.hint_matches(row["size"], row["mtime"], etag)
+    failed = row["status"] in (DocStatus.FAILED, DocStatus.QUARANTINED)
+    # A terminal failure or a quarantined file is skipped until its bytes change, or
+    # what judged it does (a release that reads its format, a raised limit).
+    stuck = (
+        failed
+        and not only_failed
+        and (row["status"] == DocStatus.QUARANTINED or row["error_category"] in TERMINAL_CATEGORIES)
+        and row["parser_fingerprint"] == fps.failures
+    )
+    if stuck and row["error_category"] == Category.TOO_LARGE and same_stat:
+        plan.unchanged += 1  # refused for its size, never read: not hashed each night
+        return
     if settings.source.hash_shortcut and same_stat and row["content_sha256"]:
         sha = row["content_sha256"]
     else:
@@ -266,12 +278,8 @@ def _decide(
             sha = source.content_hash(f)
         except OSError:
             sha = ""
-    if row["status"] in (DocStatus.FAILED, DocStatus.QUARANTINED):
-        # A terminal failure or a quarantined file is skipped until its bytes change.
-        stuck = (
-            row["status"] == DocStatus.QUARANTINED or row["error_category"] in TERMINAL_CATEGORIES
-        )
-        if stuck and row["content_sha256"] and sha == row["content_sha256"] and not only_failed:
+    if failed:
+        if stuck and row["content_sha256"] and sha == row["content_sha256"]:
             plan.unchanged += 1
         else:
             plan.work.append(WorkItem(f, sha, PlanReason.RETRY, attempts=row["attempts"] or 0))

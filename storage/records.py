@@ -66,6 +66,8 @@ class LedgerRow(_Record):
     title: str | None = None
     page_count: int | None = None
     parser: str | None = None
+    # Indexed: the parse's fingerprint (its format's). A terminal failure: what judged it
+    # (pipeline.failure_judge), so that a new judge tries it again.
     parser_fingerprint: str | None = None
     chunker_fingerprint: str | None = None
     model_fingerprint: str | None = None

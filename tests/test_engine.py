@@ -380,3 +380,44 @@ def test_verify_flags_a_document_failed_as_empty_whose_parse_has_text(
     )
     report = nothing_lost(settings, str(corpus))
     assert "release_notes.md: failed as empty although its parse produced text" in report.violations
+
+
+def test_a_terminal_failure_is_tried_again_once_when_its_judge_changes(
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Refused files stay refused while nothing that refused them changed, and are tried
+    once more when it does: a raised size limit indexes the file it refused; a release
+    that changes a parser retries an unreadable file once, then leaves it alone again."""
+    import dataclasses
+
+    import parsers.formats as formats
+
+    (corpus / "blob.bin").write_bytes(b"\x7fELF\x02\x01\x01" + bytes(range(256)) * 8)
+    limit = 50_000 / 2**20  # the 73 kB scan is too large, every other sample is smaller
+    settings = _settings(tmp_path / "db", source={"max_file_size_mb": limit})
+    first = RefreshEngine(str(corpus), settings).refresh(InProcessExecutor())
+    assert (first.new, first.failed) == (8, 2)  # the scan: too large; the blob: unsupported
+    again = RefreshEngine(str(corpus), settings).refresh(InProcessExecutor())
+    assert (again.retried, again.failed, again.parsed, again.unchanged) == (0, 0, 0, 8)
+
+    raised = _settings(tmp_path / "db", source={"max_file_size_mb": 100})
+    more = RefreshEngine(str(corpus), raised).refresh(InProcessExecutor())
+    # the scan refused for its size is indexed; the blob is tried once more, refused again
+    assert (more.retried, more.failed, more.unchanged) == (2, 1, 6)
+    store = Store(str(tmp_path / "db"))
+    suffix = store.chunks.suffix_of(store.pointer.active().chunk_table)  # type: ignore[union-attr]
+    status = {
+        r["path"]: r["status"] for r in store.ledger.columns(suffix, ["path", "status"]).to_pylist()
+    }
+    assert status["scanned_incident_report.pdf"] == "indexed"
+    assert status["blob.bin"] == "failed"
+    assert RefreshEngine(str(corpus), raised).refresh(InProcessExecutor()).retried == 0
+
+    bumped = tuple(
+        dataclasses.replace(spec, version=spec.version + "-next") if spec.fmt == "md" else spec
+        for spec in formats.FORMATS
+    )
+    monkeypatch.setattr(formats, "FORMATS", bumped)
+    release = RefreshEngine(str(corpus), raised).refresh(InProcessExecutor())
+    assert (release.retried, release.failed, release.rechunked) == (1, 1, 1)
+    assert RefreshEngine(str(corpus), raised).refresh(InProcessExecutor()).retried == 0
