@@ -15,6 +15,7 @@ from typing import Any
 
 from chunking import ChunkSet, chunker_fingerprint
 from chunking.models import Chunk, Contextualizer, Parent
+from corpusflow.deadline import DeadlineExceeded, thread_deadline
 from corpusflow.errors import (
     Category,
     ConfigurationError,
@@ -88,6 +89,7 @@ def failure_judge(settings: Settings, parsers: ParserFingerprints, chunker: str)
 
     limits = {
         "parse": settings.parse.model_dump(mode="json", exclude=_NOT_JUDGING),
+        "chunk": {"timeout_s": settings.chunk.timeout_s},
         "source": {
             k: v
             for k, v in settings.source.model_dump(mode="json").items()
@@ -300,9 +302,20 @@ def chunk_parsed(
 ) -> ChunkSet:
     from chunking import chunk_document
 
-    chunks = chunk_document(
-        parsed, item.file.doc_id, tokenizer, fps.max_tokens, settings.chunk, contextualizer
-    )
+    limit = settings.chunk.timeout_s
+    try:
+        with thread_deadline(limit):
+            chunks = chunk_document(
+                parsed, item.file.doc_id, tokenizer, fps.max_tokens, settings.chunk, contextualizer
+            )
+    except DeadlineExceeded:
+        # Chunking the same text again takes as long: refused until the bytes or the
+        # limit change (the limit is part of failure_judge), not retried every night.
+        raise DocumentError(
+            Category.TOO_LARGE,
+            f"chunking did not finish within chunk.timeout_s={limit:g} s "
+            f"({len(parsed.markdown)} characters of text); raise it to index this document",
+        ) from None
     if not chunks.children:
         if any(ch.isalnum() for ch in parsed.markdown):
             # The chunker guarantees a chunk for any text: this is a bug, not an empty file.

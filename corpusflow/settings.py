@@ -148,6 +148,15 @@ class ChunkSettings(_Section):
             "section's first sentence), or llm (contextual retrieval through [llm])."
         ),
     )
+    timeout_s: float = Field(
+        600.0,
+        ge=0.0,
+        description=(
+            "Wall-clock limit for chunking one document (its LLM context requests "
+            "included); a document over it fails as too_large and the run goes on. "
+            "0 = no limit."
+        ),
+    )
 
 
 class LLMSettings(_Section):

@@ -323,6 +323,49 @@ def test_parser_timeout_fails_only_that_document(corpus: Path, tmp_path: Path) -
     assert_nothing_lost(settings, str(corpus))
 
 
+def test_chunking_past_its_deadline_fails_only_that_document(
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A document whose chunking never ends (a pure-Python loop, as a pathological input
+    would cause) fails as too_large when chunk.timeout_s is up; the flow run goes on and
+    indexes the rest, and the worker thread is free again."""
+    import chunking
+    from sources.local import doc_id_for
+
+    real = chunking.chunk_document
+
+    def hangs_on_the_policy(parsed: Any, doc_id: str, *args: Any, **kw: Any) -> Any:
+        while doc_id == doc_id_for("travel_policy.docx"):
+            pass
+        return real(parsed, doc_id, *args, **kw)
+
+    monkeypatch.setattr(chunking, "chunk_document", hangs_on_the_policy)
+    db = tmp_path / "db"
+    settings = _settings(db, chunk={"timeout_s": 2.0}, run={"task_retries": 0})
+    started = time.monotonic()
+    report = _run(corpus, settings)
+    assert time.monotonic() - started < 300
+    ledger = _ledger(db)
+    failed = {p: r for p, r in ledger.items() if r["status"] != "indexed"}
+    assert list(failed) == ["travel_policy.docx"]
+    assert failed["travel_policy.docx"]["error_category"] == "too_large"
+    assert "chunk.timeout_s=2 s" in failed["travel_policy.docx"]["error_message"]
+    assert report["failed"] == 1 and len(_indexed(db)) == 6
+    assert_nothing_lost(settings, str(corpus))
+
+
+def test_a_deadline_never_fires_after_its_block() -> None:
+    from corpusflow.deadline import DeadlineExceeded, thread_deadline
+
+    with pytest.raises(DeadlineExceeded), thread_deadline(0.2):
+        while True:
+            pass
+    with thread_deadline(0.3):
+        total = sum(range(1000))
+    time.sleep(0.6)  # past the deadline, outside the block: nothing is raised
+    assert total == 499500
+
+
 # 9 ---------------------------------------------------------------------------
 def test_file_changed_or_deleted_while_parsed(
     corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
