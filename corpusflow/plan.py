@@ -268,8 +268,12 @@ def _decide(
         and (row["status"] == DocStatus.QUARANTINED or row["error_category"] in TERMINAL_CATEGORIES)
         and row["parser_fingerprint"] == fps.failures
     )
-    if stuck and row["error_category"] == Category.TOO_LARGE and same_stat:
-        plan.unchanged += 1  # refused for its size, never read: not hashed each night
+    too_large = row["error_category"] == Category.TOO_LARGE
+    if stuck and too_large and not row["content_sha256"] and same_stat:
+        # Refused by its size before it was read (source.max_file_size_mb): no hash to
+        # compare, and the size decides, so it is not read every night. Refusals that
+        # read the bytes (page count, chunking time) have a hash and take the path below.
+        plan.unchanged += 1
         return
     if settings.source.hash_shortcut and same_stat and row["content_sha256"]:
         sha = row["content_sha256"]
