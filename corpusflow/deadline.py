@@ -13,7 +13,10 @@ stopped within milliseconds; one long call into C is stopped when it returns.
 from __future__ import annotations
 
 import ctypes
+import heapq
+import itertools
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -30,6 +33,77 @@ def _set_async_exc(ident: int, exc: type[BaseException] | None) -> int:
     )
 
 
+class _Armed:
+    """One block under a deadline: its thread, and whether it is still inside."""
+
+    __slots__ = ("fired", "ident", "inside")
+
+    def __init__(self, ident: int) -> None:
+        self.ident = ident
+        self.inside = True
+        self.fired = False
+
+
+class _Watchdog:
+    """One daemon thread that fires every deadline of the process, earliest first.
+
+    A ``threading.Timer`` per block would start and join a thread per document chunked
+    (tens of microseconds each, 10^7 times in a large run); here arming is a heap push
+    under a lock. A disarmed block's entry is dropped when it reaches the top of the
+    heap, or all at once when they outnumber the armed ones, so the heap holds at most
+    about twice the blocks in flight."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._heap: list[tuple[float, int, _Armed]] = []
+        self._seq = itertools.count()
+        self._disarmed = 0
+        self._thread: threading.Thread | None = None
+
+    def arm(self, seconds: float) -> _Armed:
+        armed = _Armed(threading.get_ident())
+        with self._cond:
+            heapq.heappush(self._heap, (time.monotonic() + seconds, next(self._seq), armed))
+            if self._thread is None or not self._thread.is_alive():  # first use, or a fork
+                self._thread = threading.Thread(
+                    target=self._run, name="corpusflow-deadline", daemon=True
+                )
+                self._thread.start()
+            self._cond.notify()
+        return armed
+
+    def disarm(self, armed: _Armed) -> None:
+        with self._cond:
+            armed.inside = False
+            if armed.fired:
+                # Fired, but perhaps not yet delivered: never let it land after the block.
+                _set_async_exc(armed.ident, None)
+            self._disarmed += 1
+            if self._disarmed * 2 > len(self._heap):
+                self._heap = [e for e in self._heap if e[2].inside]
+                heapq.heapify(self._heap)
+                self._disarmed = 0
+
+    def _run(self) -> None:
+        with self._cond:
+            while True:
+                while self._heap and not self._heap[0][2].inside:
+                    heapq.heappop(self._heap)
+                    self._disarmed = max(self._disarmed - 1, 0)
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                due = self._heap[0][0] - time.monotonic()
+                if due > 0:
+                    self._cond.wait(due)
+                    continue
+                armed = heapq.heappop(self._heap)[2]
+                armed.fired = _set_async_exc(armed.ident, DeadlineExceeded) == 1
+
+
+_watchdog = _Watchdog()
+
+
 @contextmanager
 def thread_deadline(seconds: float) -> Iterator[None]:
     """Raise ``DeadlineExceeded`` in this thread if the block runs longer than
@@ -37,24 +111,8 @@ def thread_deadline(seconds: float) -> Iterator[None]:
     if seconds <= 0:
         yield
         return
-    ident = threading.get_ident()
-    lock = threading.Lock()
-    state = {"inside": True, "fired": False}
-
-    def expire() -> None:
-        with lock:
-            if state["inside"]:
-                state["fired"] = _set_async_exc(ident, DeadlineExceeded) == 1
-
-    timer = threading.Timer(seconds, expire)
-    timer.daemon = True
-    timer.start()
+    armed = _watchdog.arm(seconds)
     try:
         yield
     finally:
-        timer.cancel()
-        with lock:
-            state["inside"] = False
-            if state["fired"]:
-                # Fired, but perhaps not yet delivered: never let it land after the block.
-                _set_async_exc(ident, None)
+        _watchdog.disarm(armed)
