@@ -1,0 +1,416 @@
+"""Rebuild the held-out PDF evaluation sets from the git blobs they were copied from.
+
+The held-out sets are not in this repository (their licences vary). Each pair is a
+PDF and a ground-truth Markdown file, copied byte for byte out of a public GitHub
+repository at a fixed commit; ``bench/heldout_pdf_sources.md`` says where each one
+comes from and what its ground truth is. ``PAIRS`` below is the same list as data.
+
+Layout written (``ROOT`` is ``/tmp`` unless ``--root`` says otherwise)::
+
+    set 1: ROOT/heldout/pdf/NAME.pdf   ROOT/heldout/pdf/groundtruth/NAME.md
+    set 2: ROOT/heldout2/NAME.pdf      ROOT/heldout2/groundtruth/NAME.md
+    set 3: ROOT/heldout3/NAME.pdf      ROOT/heldout3/groundtruth/NAME.md
+
+Every file is the blob ``COMMIT:PATH`` unchanged, except the three ``dleval_*``
+ground truths of set 3: those are
+``DoclingDocument.load_from_json(expected.json).export_to_markdown()``, which needs
+docling-core importable (run with the project's ``.venv/bin/python``; the sets
+were built with docling-core 2.104.0). Existing files of the same name are
+overwritten; nothing else in the folders is touched.
+
+Usage::
+
+    python bench/heldout_fetch.py --mirrors DIR      # local bare git dirs
+    python bench/heldout_fetch.py                    # clone from https://github.com
+    python bench/heldout_fetch.py --sets 2 3 --root /tmp/check
+
+``--mirrors DIR`` takes a folder of git directories named ``owner+name``,
+``owner+name.git`` or ``owner+name/repo`` (the layout of the ``fetch`` snapshots
+in ``/work/.mirror``). Without it, each repository is cloned once with
+``git clone --bare --filter=blob:none`` into ``--cache`` (default
+``~/.cache/corpusflow/heldout-repos``); blobs are then fetched on demand.
+
+A missing commit or blob (snapshots leave out files of 4 MiB and more and Git LFS
+content) stops the run with a message naming the repository, commit and path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+COPY = "copy"  # ground truth is the blob itself
+DOCLING_JSON = "docling-json"  # ground truth is docling-core's Markdown export of the JSON blob
+
+
+@dataclass(frozen=True)
+class Pair:
+    heldout_set: int
+    name: str
+    repo: str
+    commit: str
+    pdf: str
+    gt: str
+    gt_kind: str = COPY
+
+
+_MINERU = "09117e5417d19a1cede85a202083d322ad4e2373"
+_P2M = "71b31c2fb5cd15fcb95810fc7aeccdd879e1fb6d"
+_DCORE = "2b93ca9ed2f3d3a2f343c3afa13bf2b6fb2cd05d"
+_UNSTR = "fc9c967204735b523874df103148e284e16baecc"
+_DLEVAL = "9d04a56b936e0efd130653ab64a765f08020fcc5"
+_EISVOGEL = "0495ae157b8c2cb1953d998b7f3ffd36b4b3af89"
+_DOCLING = "e1cb2b234c48ff29746b0f2f843d07f8e23905a0"  # main, 2026-08-21
+
+
+def _mineru(name: str, stem: str) -> Pair:
+    base = "tests/benchmark/datasets"
+    return Pair(
+        2,
+        name,
+        "opendatalab/MinerU",
+        _MINERU,
+        f"{base}/pdf/{stem}.pdf",
+        f"{base}/annotations/cleaned/cleaned_{stem}.md",
+    )
+
+
+def _p2m(stem: str) -> Pair:
+    return Pair(
+        2,
+        f"p2m_{stem}",
+        "jzillmann/pdf-to-markdown",
+        _P2M,
+        f"examples/{stem}.pdf",
+        f"examples/{stem}.md",
+    )
+
+
+def _dcore(stem: str) -> Pair:
+    base = "test/data/doc"
+    return Pair(
+        2,
+        f"doclingcore_{stem}",
+        "docling-project/docling-core",
+        _DCORE,
+        f"{base}/{stem}.gt.pdf",
+        f"{base}/{stem}.gt.md",
+    )
+
+
+def _unstr(stem: str) -> Pair:
+    base = "label-party"
+    return Pair(
+        2,
+        f"unstructured_{stem}",
+        "Unstructured-IO/unstructured",
+        _UNSTR,
+        f"{base}/holistic-src/{stem}.pdf",
+        f"{base}/holistic-cct/{stem}.pdf.txt",
+    )
+
+
+def _dleval(name: str, fixture: str) -> Pair:
+    base = f"tests/cvat_to_docling/fixtures/{fixture}"
+    return Pair(
+        3,
+        name,
+        "docling-project/docling-eval",
+        _DLEVAL,
+        f"{base}/input.pdf",
+        f"{base}/expected.json",
+        DOCLING_JSON,
+    )
+
+
+def _eisvogel(name: str, example: str) -> Pair:
+    base = f"examples/{example}"
+    return Pair(
+        3,
+        name,
+        "Wandmalfarbe/pandoc-latex-template",
+        _EISVOGEL,
+        f"{base}/document.pdf",
+        f"{base}/document.md",
+    )
+
+
+def _docling_pdf(stem: str) -> Pair:
+    base = "tests/data/pdf"
+    return Pair(
+        1,
+        stem,
+        "docling-project/docling",
+        _DOCLING,
+        f"{base}/sources/{stem}.pdf",
+        f"{base}/groundtruth/{stem}.md",
+    )
+
+
+def _docling_odf(source: str) -> Pair:
+    # docling's PDF rendering of an OpenDocument sample, scored against the ground
+    # truth docling's ODF backend gives for the source file
+    base = "tests/data/odf"
+    return Pair(
+        1,
+        source.rsplit(".", 1)[0],
+        "docling-project/docling",
+        _DOCLING,
+        f"{base}/sources/{source}.pdf",
+        f"{base}/groundtruth/{source}.md",
+    )
+
+
+PAIRS: tuple[Pair, ...] = (
+    # set 1: docling tests/data PDFs that ../shared/corpus/docling/pdf does not hold
+    _docling_pdf("amt_handbook_sample"),
+    _docling_pdf("redp5110_sampled"),
+    _docling_pdf("right_to_left_02"),
+    _docling_pdf("right_to_left_03"),
+    _docling_odf("odf_presentation_01.odp"),
+    _docling_odf("odf_table_with_title_01.ods"),
+    _docling_odf("text_document_01.odt"),
+    _docling_odf("text_document_02.odt"),
+    _docling_odf("text_document_03.odt"),
+    # set 2
+    _mineru("mineru_academic_0b2c9c91", "academic_literature_0b2c9c91f5232541a7ace8984df306b2"),
+    _mineru("mineru_academic_f7904bc3", "academic_literature_f7904bc37cc2e25c1e3e412978854b10"),
+    _mineru(
+        "mineru_research_report_zh_1f978cd8", "research_report_1f978cd81fb7260c8f7644039ec2c054"
+    ),
+    _p2m("ExamplePdf"),
+    _p2m("CC-NC_Leitfaden"),
+    _p2m("Flash-Masques-Temperature"),
+    _p2m("The-Impact-of-Open-Access-Latin-American-Scholarship"),
+    _p2m("Safe-Communication"),
+    _p2m("Alice-In-Wonderland"),
+    _p2m("CC_License_Agreement_of_siMPle"),
+    _dcore("activities"),
+    _dcore("inline_and_formatting"),
+    _dcore("polymers"),
+    _unstr("2022-alphabet-annual-report-56-59"),
+    _unstr("AlienPlantThreatAssess-p24-p27"),
+    _unstr("T-MMS-22Camry-pg40-42"),
+    _unstr("kroger-press-release-2023"),
+    _unstr("teaching-lm-reason"),
+    # set 3
+    _dleval("dleval_015a_manual_screenshots", "015a_reading_order_and_nesting_on_screenshots"),
+    _dleval("dleval_011b_physics_paper", "011b_paragraph_continuation_with_picture_between"),
+    _dleval("dleval_002b_tender_table", "002b_table_order"),
+    Pair(
+        3,
+        "joss_melodie",
+        "ABM4ALL/Melodie",
+        "fb28b6eb9172bf7b07f421f9d720c51005de5722",
+        "paper/paper.pdf",
+        "paper/paper.md",
+    ),
+    Pair(
+        3,
+        "joss_multivae",
+        "AgatheSenellart/MultiVae",
+        "a8e55b084848de2b363ed186fea3938965c7e258",
+        "paper/paper.pdf",
+        "paper/paper.md",
+    ),
+    Pair(
+        3,
+        "zh_optalgo_report",
+        "Alaya-in-Matrix/OptimizationAlgorithm",
+        "d119339c74754856e7a977132327264b04223301",
+        "report/report.pdf",
+        "report/report.md",
+    ),
+    _eisvogel("eisvogel_book", "book"),
+    _eisvogel("eisvogel_columns", "columns"),
+    _eisvogel("eisvogel_images_tables", "images-and-tables"),
+    _eisvogel("eisvogel_beamer_moloch", "beamer-theme-moloch"),
+    _eisvogel("eisvogel_language_chinese", "language-chinese"),
+    Pair(
+        3,
+        "mdtopdf_test",
+        "mandolyte/mdtopdf",
+        "12cbea5e116143d4fc3c40dbe7f2da6b2e87589f",
+        "cmd/md2pdf/test.pdf",
+        "cmd/md2pdf/test.md",
+    ),
+)
+
+SET_DIRS = {1: "heldout/pdf", 2: "heldout2", 3: "heldout3"}
+
+
+class FetchError(Exception):
+    """A repository, commit or blob that the sets need is not available."""
+
+
+def _git(git_dir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+    proc = subprocess.run(["git", f"--git-dir={git_dir}", *args], capture_output=True)
+    if check and proc.returncode != 0:
+        err = proc.stderr.decode(errors="replace").strip()
+        raise FetchError(f"git {' '.join(args)} failed in {git_dir}: {err}")
+    return proc
+
+
+def _is_git_dir(path: Path) -> bool:
+    return (path / "HEAD").is_file() and (path / "objects").is_dir()
+
+
+class Repos:
+    """Finds (mirror mode) or clones (cache mode) the git directory of each repository."""
+
+    def __init__(self, mirrors: Path | None, cache: Path) -> None:
+        self.mirrors = mirrors
+        self.cache = cache
+        self._dirs: dict[str, Path] = {}
+
+    def git_dir(self, repo: str) -> Path:
+        if repo not in self._dirs:
+            self._dirs[repo] = self._find(repo) if self.mirrors else self._clone(repo)
+        return self._dirs[repo]
+
+    def _find(self, repo: str) -> Path:
+        assert self.mirrors is not None
+        stem = repo.replace("/", "+")
+        tried = [
+            self.mirrors / stem / "repo",
+            self.mirrors / f"{stem}.git",
+            self.mirrors / stem,
+            self.mirrors / stem / ".git",
+        ]
+        for path in tried:
+            if _is_git_dir(path):
+                return path
+        raise FetchError(f"no git directory for {repo}; tried " + ", ".join(map(str, tried)))
+
+    def _clone(self, repo: str) -> Path:
+        path = self.cache / f"{repo.replace('/', '+')}.git"
+        if not _is_git_dir(path):
+            self.cache.mkdir(parents=True, exist_ok=True)
+            url = f"https://github.com/{repo}.git"
+            print(f"cloning {url} -> {path}", flush=True)
+            proc = subprocess.run(
+                ["git", "clone", "--bare", "--filter=blob:none", url, str(path)],
+                capture_output=True,
+            )
+            if proc.returncode != 0:
+                err = proc.stderr.decode(errors="replace").strip()
+                raise FetchError(f"git clone {url} failed: {err}")
+        return path
+
+    def ensure_commit(self, repo: str, commit: str) -> Path:
+        git_dir = self.git_dir(repo)
+        if _git(git_dir, "cat-file", "-e", f"{commit}^{{commit}}", check=False).returncode == 0:
+            return git_dir
+        if self.mirrors is None:
+            # not on any branch the clone saw (e.g. a pull-request merge): ask for it by id
+            _git(git_dir, "fetch", "--filter=blob:none", "origin", commit, check=False)
+            if _git(git_dir, "cat-file", "-e", f"{commit}^{{commit}}", check=False).returncode == 0:
+                return git_dir
+        raise FetchError(f"commit {commit} of {repo} is not in {git_dir}")
+
+
+def _blob(repos: Repos, repo: str, commit: str, path: str) -> bytes:
+    git_dir = repos.ensure_commit(repo, commit)
+    spec = f"{commit}:{path}"
+    if _git(git_dir, "cat-file", "-e", spec, check=False).returncode != 0:
+        raise FetchError(
+            f"missing blob {repo}@{commit}:{path} in {git_dir} "
+            "(no such path, or the blob was left out of the snapshot)"
+        )
+    data = _git(git_dir, "cat-file", "blob", spec).stdout
+    if data.startswith(b"version https://git-lfs.github.com/spec/"):
+        raise FetchError(f"{repo}@{commit}:{path} is a Git LFS pointer, not the file")
+    return data
+
+
+def _docling_markdown(expected_json: bytes) -> bytes:
+    from docling_core.types.doc import DoclingDocument
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "expected.json"
+        path.write_bytes(expected_json)
+        doc = DoclingDocument.load_from_json(path)
+    return doc.export_to_markdown().encode("utf-8")
+
+
+def _write(path: Path, data: bytes, source: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    digest = hashlib.sha256(data).hexdigest()[:16]
+    print(f"wrote {path}  {len(data):>9} B  sha256 {digest}  <- {source}", flush=True)
+
+
+def build(pairs: list[Pair], repos: Repos, root: Path) -> int:
+    written = 0
+    for pair in pairs:
+        folder = root / SET_DIRS[pair.heldout_set]
+        pdf = _blob(repos, pair.repo, pair.commit, pair.pdf)
+        if not pdf.startswith(b"%PDF"):
+            raise FetchError(f"{pair.repo}@{pair.commit}:{pair.pdf} does not start with %PDF")
+        gt = _blob(repos, pair.repo, pair.commit, pair.gt)
+        source = f"{pair.repo}@{pair.commit[:12]}:"
+        if pair.gt_kind == DOCLING_JSON:
+            gt = _docling_markdown(gt)
+            gt_source = f"export_to_markdown({source}{pair.gt})"
+        else:
+            gt_source = source + pair.gt
+        _write(folder / f"{pair.name}.pdf", pdf, source + pair.pdf)
+        _write(folder / "groundtruth" / f"{pair.name}.md", gt, gt_source)
+        written += 1
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="Rebuild the held-out PDF evaluation sets.")
+    ap.add_argument(
+        "--mirrors",
+        type=Path,
+        help="folder of git dirs named owner+name, owner+name.git or owner+name/repo",
+    )
+    ap.add_argument(
+        "--cache",
+        type=Path,
+        default=Path.home() / ".cache" / "corpusflow" / "heldout-repos",
+        help="where to clone repositories when --mirrors is not given",
+    )
+    ap.add_argument("--root", type=Path, default=Path("/tmp"), help="parent of the set folders")
+    ap.add_argument(
+        "--sets", type=int, nargs="+", choices=sorted(SET_DIRS), default=sorted(SET_DIRS)
+    )
+    args = ap.parse_args(argv)
+
+    if args.mirrors is not None and not args.mirrors.is_dir():
+        print(f"error: --mirrors {args.mirrors} is not a folder", file=sys.stderr)
+        return 2
+    pairs = [p for p in PAIRS if p.heldout_set in args.sets]
+    if any(p.gt_kind == DOCLING_JSON for p in pairs):
+        try:
+            import docling_core  # noqa: F401
+        except ImportError:
+            print(
+                "error: set 3 needs docling-core for the dleval_* ground truths; "
+                "run with the project's .venv/bin/python (or leave out set 3 with --sets)",
+                file=sys.stderr,
+            )
+            return 2
+
+    repos = Repos(args.mirrors, args.cache)
+    try:
+        written = build(pairs, repos, args.root)
+    except FetchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    for heldout_set in args.sets:
+        n = sum(p.heldout_set == heldout_set for p in pairs)
+        print(f"set {heldout_set}: {n} pairs in {args.root / SET_DIRS[heldout_set]}")
+    print(f"{written} pairs written")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
