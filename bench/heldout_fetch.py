@@ -10,6 +10,7 @@ Layout written (``ROOT`` is ``/tmp`` unless ``--root`` says otherwise)::
     set 1: ROOT/heldout/pdf/NAME.pdf   ROOT/heldout/pdf/groundtruth/NAME.md
     set 2: ROOT/heldout2/NAME.pdf      ROOT/heldout2/groundtruth/NAME.md
     set 3: ROOT/heldout3/NAME.pdf      ROOT/heldout3/groundtruth/NAME.md
+    set 4: ROOT/heldout4/NAME.pdf      ROOT/heldout4/groundtruth/NAME.md
 
 Every file is the blob ``COMMIT:PATH`` unchanged, except the three ``dleval_*``
 ground truths of set 3: those are
@@ -66,6 +67,7 @@ _UNSTR = "fc9c967204735b523874df103148e284e16baecc"
 _DLEVAL = "9d04a56b936e0efd130653ab64a765f08020fcc5"
 _EISVOGEL = "0495ae157b8c2cb1953d998b7f3ffd36b4b3af89"
 _DOCLING = "e1cb2b234c48ff29746b0f2f843d07f8e23905a0"  # main, 2026-08-21
+_FUDAN = "Alaya-in-Matrix/fudanCourseProjectParallelYu"
 
 
 def _mineru(name: str, stem: str) -> Pair:
@@ -138,6 +140,10 @@ def _eisvogel(name: str, example: str) -> Pair:
         f"{base}/document.pdf",
         f"{base}/document.md",
     )
+
+
+def _set4(name: str, repo: str, commit: str, pdf: str, gt: str) -> Pair:
+    return Pair(4, name, repo, commit, pdf, gt)
 
 
 def _docling_pdf(stem: str) -> Pair:
@@ -239,9 +245,108 @@ PAIRS: tuple[Pair, ...] = (
         "cmd/md2pdf/test.pdf",
         "cmd/md2pdf/test.md",
     ),
+    # set 4: source Markdown + the PDF built from it, committed side by side
+    _set4(
+        "joss_ecodive",
+        "cmmr/ecodive",
+        "f6ec71e934b14d01942eaa4f98125c689a357b20",
+        "paper/paper.pdf",
+        "paper/paper.md",
+    ),
+    _set4(
+        "joss_bobocep",
+        "r3w0p/bobocep",
+        "6c624ec83a822d0f2df8d28b4ce400695ddb5303",
+        "paper/paper.pdf",
+        "paper/paper.md",
+    ),
+    _set4(
+        "joss_eyecite",
+        "freelawproject/eyecite",
+        "79e676129104d82852dc456085a3508c95420ac7",  # branch joss-paper
+        "joss/paper.pdf",
+        "joss/paper.md",
+    ),
+    _set4(
+        "joss_uno",
+        "cvanaret/Uno",
+        "24e2b15ce6692607b608c00af0306e47fe4a7f1c",  # branch joss
+        "joss/paper.pdf",
+        "joss/paper.md",
+    ),
+    _set4(
+        "ieee_pandoc_example",
+        "djgoldsmith/Pandoc-IEEE-Paper",
+        "da65adda3544370a500b852090b8ae63b68f0bb9",
+        "output/output.pdf",
+        "ExamplePaper.md",
+    ),
+    _set4(
+        "beamer_pandoc_slides",
+        "Alaya-in-Matrix/Pandoc-Slides-Template",
+        "4e04d553aae6155e5fe3a57c01e5bb8ab64d1036",
+        "slides/example.pdf",
+        "slides/example.md",
+    ),
+    _set4(
+        "marp_spring_test_profiler",
+        "timbrueckner/spring-test-profiler",
+        "c594eca049b91ccb1c8796d16912598406317987",
+        "docs/marketing/project-pitch/index.pdf",
+        "docs/marketing/project-pitch/index.md",
+    ),
+    _set4(
+        "md2pdfnet_demo",
+        "Flayms/Markdown2Pdf",
+        "4a982a08644c950fca648ec732b6d9e013e7adad",
+        "assets/demo.pdf",
+        "Markdown2Pdf.Demo/README.md",
+    ),
+    _set4(
+        "wkhtml_markdowntopdf_readme",
+        "xieguigang/markdown2pdf",
+        "9f2086063c760aaf30f30b379f36d24b4012e288",
+        "README.pdf",
+        "README.md",
+    ),
+    _set4(
+        "zh_regex2mds_report",
+        "155chb/regex2MDS",
+        "4558d325c11443b485199c1e03626a2c77d59e66",
+        "实验报告.pdf",
+        "实验报告.md",
+    ),
+    _set4(
+        "zh_sqat_fuzzing_report",
+        "AlsoWereMe/SQAT-PJ2",
+        "0894f3b5dd03166ce000f411bd5f002b1369d5e2",
+        "实验报告.pdf",
+        "实验报告.md",
+    ),
+    _set4(
+        "zh_multimodal_sentiment_report",
+        "7774596/2024-autumn-AI",
+        "c4bf5e1b43a2345644555d203d5b95bac9a084fe",
+        "实验报告.pdf",
+        "实验报告.md",
+    ),
+    _set4(
+        "zh_cache_coherency_report",
+        _FUDAN,
+        "64d8b09e8a267136295b8ef941416f58cb551262",
+        "cache/document/report.pdf",
+        "cache/document/report.markdown",
+    ),
+    _set4(
+        "zh_cuda_overview",
+        _FUDAN,
+        "db63badac4713b0f7c9a079ff3086fefea3e0605",
+        "CUDA_overview/cuda_overview.pdf",
+        "CUDA_overview/cuda_overview.markdown",
+    ),
 )
 
-SET_DIRS = {1: "heldout/pdf", 2: "heldout2", 3: "heldout3"}
+SET_DIRS = {1: "heldout/pdf", 2: "heldout2", 3: "heldout3", 4: "heldout4"}
 
 
 class FetchError(Exception):
