@@ -7,11 +7,24 @@ line: PDFs with ground-truth Markdown in ``FOLDER/groundtruth/`` (``NAME.md`` or
 ``NAME.pdf.md``); files without ground truth are skipped.
 
 Usage: python bench/pdf_heldout.py HELDOUT_DIR [--dev DIR] [--headings rules|layout|both]
+                                     [--engine corpusflow|docling-native|text-layer]
 
 ``--headings`` picks how headings are found (``parsers.pdf.headings``): the font
 and outline rules alone, the rapid-layout model's title boxes alone, or both
 (the product default). Metrics are the shared definitions in
 ``../shared/tools/parse_metrics.py``; each file is parsed in this process.
+
+``--engine`` scores something other than corpusflow's PDF parser on the same files,
+to read corpusflow's figures against: ``docling-native`` is plain docling with its
+model-free NativePdfPipeline (what runs offline without corpusflow's rules);
+``text-layer`` is every character pdfium finds on each page, in pdfium's order (all the
+words any text-layer parser could output, running heads and page numbers included:
+its word recall bounds what a converter can recall without OCR, and its precision
+shows how much of the printed page the ground truth leaves out).
+
+Markdown is exported with underscores as written (``escape_underscores=False``), as the
+product stores it (``parsers.registry``): an escaped ``snake\\_case`` is two words to the
+metric, as it would be to search.
 """
 
 from __future__ import annotations
@@ -45,9 +58,12 @@ def main() -> None:
     ap.add_argument("heldout", help="folder of held-out PDFs with groundtruth/")
     ap.add_argument("--dev", default=str(SHARED / "corpus" / "docling" / "pdf"))
     ap.add_argument("--headings", choices=["rules", "layout", "both"], default=None)
+    ap.add_argument(
+        "--engine", choices=["corpusflow", "docling-native", "text-layer"], default="corpusflow"
+    )
     args = ap.parse_args()
     sys.path.insert(0, str(SHARED / "tools"))
-    from parse_metrics import heading_recall, headings, table_cell_recall, text_f1
+    from parse_metrics import heading_recall, headings, table_cell_recall, text_f1, words
 
     from corpusflow.errors import DocumentError
     from corpusflow.settings import ParseSettings
@@ -55,13 +71,43 @@ def main() -> None:
 
     settings = ParseSettings()
     kwargs = {} if args.headings is None else {"headings": args.headings}
+
+    def convert(pdf: Path) -> str:
+        if args.engine == "docling-native":
+            from parsers.pdf.textlayer import native_converter
+
+            return str(
+                native_converter()
+                .convert(pdf)
+                .document.export_to_markdown(escape_underscores=False)
+            )
+        if args.engine == "text-layer":
+            import pypdfium2
+
+            doc = pypdfium2.PdfDocument(pdf)
+            try:
+                return "\n\n".join(page.get_textpage().get_text_range() for page in doc)
+            finally:
+                doc.close()
+        return str(
+            parse_offline(pdf, settings, **kwargs).doc.export_to_markdown(escape_underscores=False)
+        )
+
     sets = {"dev": Path(args.dev), "held-out": Path(args.heldout)}
-    rows: list[tuple[str, str, float | None, float | None, float | None, float, str]] = []
+    rows: list[tuple[str, str, float | None, float | None, float | None, float, str, str]] = []
+
+    def precision_recall(md: str, ref: str) -> str:
+        """Word precision / recall behind text F1: which side loses (extra words, or the
+        ground truth's words not found)."""
+        a, b = words(md), words(ref)
+        common = sum((a & b).values())
+        return f"{common / max(sum(a.values()), 1):.2f}/{common / max(sum(b.values()), 1):.2f}"
+
     for name, folder in sets.items():
         for pdf, gt in _scored(folder):
             start = time.perf_counter()
             try:
-                md = parse_offline(pdf, settings, **kwargs).doc.export_to_markdown()
+                md = convert(pdf)
             except DocumentError as exc:
                 print(f"{name} {pdf.name}: {exc}", file=sys.stderr)
                 continue
@@ -76,18 +122,23 @@ def main() -> None:
                     time.perf_counter() - start,
                     # Headings found / in the ground truth: recall alone hides a flood.
                     f"{len(headings(md))}/{len(headings(ref))}",
+                    precision_recall(md, ref),
                 )
             )
 
     def fmt(v: float | None) -> str:
         return "-" if v is None else f"{v:.2f}"
 
-    print(f"headings: {args.headings or 'default'}")
-    print("| set | file | text F1 | heading recall | headings ours/gt | table-cell recall | s |")
-    print("|---|---|---|---|---|---|---|")
+    print(f"engine: {args.engine}, headings: {args.headings or 'default'}")
+    print(
+        "| set | file | text F1 | word P/R | heading recall | headings ours/gt"
+        " | table-cell recall | s |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(
-            f"| {r[0]} | {r[1]} | {fmt(r[2])} | {fmt(r[3])} | {r[6]} | {fmt(r[4])} | {r[5]:.2f} |"
+            f"| {r[0]} | {r[1]} | {fmt(r[2])} | {r[7]} | {fmt(r[3])} | {r[6]} | {fmt(r[4])}"
+            f" | {r[5]:.2f} |"
         )
     print()
     print("| set | files | mean text F1 | mean heading recall | mean table-cell recall |")

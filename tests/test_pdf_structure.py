@@ -542,6 +542,29 @@ def test_right_to_left_fragments_join_in_reading_order() -> None:
     assert (merged.left, merged.right) == (150, 400)
 
 
+def test_underscores_below_the_baseline_stay_in_their_word() -> None:
+    """A browser's PDF cuts a code line at each underscore, and the underscore's box
+    lies under the baseline (boxes as docling-parse gave them for a Chrome-printed
+    report): the identifier is one word again, in a line with its letters' band."""
+    from parsers.pdf.textlayer import _merge_row_fragments
+
+    row = [
+        Line(1, "insert", 121.3, 438.3, 155.0, 445.5, 7.2),
+        Line(1, "_", 155.0, 446.8, 160.6, 447.5),
+        Line(1, "random", 160.6, 438.4, 194.3, 445.5, 7.1),
+        Line(1, "_", 194.3, 446.8, 199.9, 447.5),
+        Line(1, "character,", 199.9, 438.4, 256.0, 447.1, 8.7),  # the comma's ink is taller
+        Line(1, "flip_", 121.3, 452.6, 149.4, 461.7, 9.1),
+        Line(1, "random", 149.4, 452.7, 183.1, 459.8, 7.1),
+    ]
+    merged = _merge_row_fragments(row)
+    assert [m.text for m in merged] == ["insert_random_character,", "flip_random"]
+    assert (merged[0].top, merged[0].bottom) == (438.3, 447.1)
+    # A rule of underscores under a heading is its own line, not part of the heading.
+    rule = [Line(1, "Results", 72, 100, 140, 112, 12), Line(1, "________", 72, 113, 140, 114)]
+    assert len(_merge_row_fragments(rule)) == 2
+
+
 def test_right_to_left_cell_words_in_reading_order() -> None:
     """A producer that writes an Arabic table cell's words in visual order (left to
     right): the cell reads right to left, a Latin phrase inside keeps its order."""

@@ -165,6 +165,9 @@ def _merge_row_fragments(lines: list[Line]) -> list[Line]:
     """
     out: list[Line] = []
     for ln in lines:
+        if out and _hangs_off(out[-1], ln):
+            out[-1] = _join_keeping_band(out[-1], ln)
+            continue
         if out:
             prev = out[-1]
             overlap = min(prev.bottom, ln.bottom) - max(prev.top, ln.top)
@@ -188,8 +191,13 @@ def _merge_row_fragments(lines: list[Line]) -> list[Line]:
                 # A lone list marker hangs further out from its item's text.
                 em = max(prev.height, ln.height)
                 reach = 4.0 * em if MARKER.match(prev.text.strip()) else 1.5 * em
+                # Sizes are ink heights: a piece holding a comma or an underscore
+                # reads taller than its neighbour. Pieces that touch are one word.
                 if (
-                    abs(prev.fsize - ln.fsize) <= 0.2 * max(prev.fsize, ln.fsize)
+                    (
+                        abs(prev.fsize - ln.fsize) <= 0.2 * max(prev.fsize, ln.fsize)
+                        or gap <= 0.15 * em
+                    )
                     and -1.0 <= gap <= reach
                     and (gap <= 1.5 * em or ln.left > prev.right)
                 ):
@@ -197,6 +205,37 @@ def _merge_row_fragments(lines: list[Line]) -> list[Line]:
                     continue
         out.append(ln)
     return out
+
+
+def _punctuation_only(text: str) -> bool:
+    return bool(text.strip()) and not any(ch.isalnum() for ch in text)
+
+
+def _hangs_off(prev: Line, ln: Line) -> bool:
+    """A piece of punctuation alone (an underscore, a quote, a dot) drawn where the
+    piece before it ends, or a piece drawn where such punctuation ends, on one row.
+
+    The text layer cuts a line at such a glyph, and its box is the glyph's own: an
+    underscore's lies under the baseline and a quote's above the x-height, so it does
+    not overlap its row's box and the row test below keeps it apart; an identifier
+    like ``insert_random_character`` came out as five paragraphs."""
+    if prev.page_no != ln.page_no or not (
+        _punctuation_only(prev.text) or _punctuation_only(ln.text)
+    ):
+        return False
+    em = max(prev.height, ln.height)
+    near = ln.top <= prev.bottom + 0.5 * em and ln.bottom >= prev.top - 0.5 * em
+    return near and -1.0 <= ln.left - prev.right <= 0.3 * em
+
+
+def _join_keeping_band(a: Line, b: Line) -> Line:
+    """``_join``, with the row's top and bottom taken from its letters, not from the
+    punctuation's glyph box (line gaps decide paragraphs)."""
+    joined = _join(a, b)
+    letters = [x for x in (a, b) if not _punctuation_only(x.text)]
+    if not letters:
+        return joined
+    return replace(joined, top=min(x.top for x in letters), bottom=max(x.bottom for x in letters))
 
 
 def _join(a: Line, b: Line) -> Line:
