@@ -42,6 +42,7 @@ import hashlib
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,106 +71,87 @@ _DOCLING = "e1cb2b234c48ff29746b0f2f843d07f8e23905a0"  # main, 2026-08-21
 _FUDAN = "Alaya-in-Matrix/fudanCourseProjectParallelYu"
 
 
-def _mineru(name: str, stem: str) -> Pair:
-    base = "tests/benchmark/datasets"
-    return Pair(
-        2,
-        name,
-        "opendatalab/MinerU",
-        _MINERU,
-        f"{base}/pdf/{stem}.pdf",
-        f"{base}/annotations/cleaned/cleaned_{stem}.md",
-    )
+def _laid_out(
+    heldout_set: int, repo: str, commit: str, pdf: str, gt: str, name: str = "{}", kind: str = COPY
+) -> Callable[..., Pair]:
+    """Pairs of one repository stored alike: ``pdf``, ``gt`` and ``name`` are templates
+    filled with a file's stem; ``as_name`` names a pair whose stem is not its name."""
+
+    def pair(stem: str, as_name: str | None = None) -> Pair:
+        return Pair(
+            heldout_set,
+            as_name or name.format(stem),
+            repo,
+            commit,
+            pdf.format(stem),
+            gt.format(stem),
+            kind,
+        )
+
+    return pair
 
 
-def _p2m(stem: str) -> Pair:
-    return Pair(
-        2,
-        f"p2m_{stem}",
-        "jzillmann/pdf-to-markdown",
-        _P2M,
-        f"examples/{stem}.pdf",
-        f"examples/{stem}.md",
-    )
-
-
-def _dcore(stem: str) -> Pair:
-    base = "test/data/doc"
-    return Pair(
-        2,
-        f"doclingcore_{stem}",
-        "docling-project/docling-core",
-        _DCORE,
-        f"{base}/{stem}.gt.pdf",
-        f"{base}/{stem}.gt.md",
-    )
-
-
-def _unstr(stem: str) -> Pair:
-    base = "label-party"
-    return Pair(
-        2,
-        f"unstructured_{stem}",
-        "Unstructured-IO/unstructured",
-        _UNSTR,
-        f"{base}/holistic-src/{stem}.pdf",
-        f"{base}/holistic-cct/{stem}.pdf.txt",
-    )
-
-
-def _dleval(name: str, fixture: str) -> Pair:
-    base = f"tests/cvat_to_docling/fixtures/{fixture}"
-    return Pair(
-        3,
-        name,
-        "docling-project/docling-eval",
-        _DLEVAL,
-        f"{base}/input.pdf",
-        f"{base}/expected.json",
-        DOCLING_JSON,
-    )
-
-
-def _eisvogel(name: str, example: str) -> Pair:
-    base = f"examples/{example}"
-    return Pair(
-        3,
-        name,
-        "Wandmalfarbe/pandoc-latex-template",
-        _EISVOGEL,
-        f"{base}/document.pdf",
-        f"{base}/document.md",
-    )
+_mineru = _laid_out(
+    2,
+    "opendatalab/MinerU",
+    _MINERU,
+    "tests/benchmark/datasets/pdf/{}.pdf",
+    "tests/benchmark/datasets/annotations/cleaned/cleaned_{}.md",
+)
+_p2m = _laid_out(
+    2, "jzillmann/pdf-to-markdown", _P2M, "examples/{}.pdf", "examples/{}.md", "p2m_{}"
+)
+_dcore = _laid_out(
+    2,
+    "docling-project/docling-core",
+    _DCORE,
+    "test/data/doc/{}.gt.pdf",
+    "test/data/doc/{}.gt.md",
+    "doclingcore_{}",
+)
+_unstr = _laid_out(
+    2,
+    "Unstructured-IO/unstructured",
+    _UNSTR,
+    "label-party/holistic-src/{}.pdf",
+    "label-party/holistic-cct/{}.pdf.txt",
+    "unstructured_{}",
+)
+_dleval = _laid_out(
+    3,
+    "docling-project/docling-eval",
+    _DLEVAL,
+    "tests/cvat_to_docling/fixtures/{}/input.pdf",
+    "tests/cvat_to_docling/fixtures/{}/expected.json",
+    kind=DOCLING_JSON,
+)
+_eisvogel = _laid_out(
+    3,
+    "Wandmalfarbe/pandoc-latex-template",
+    _EISVOGEL,
+    "examples/{}/document.pdf",
+    "examples/{}/document.md",
+)
+_docling_pdf = _laid_out(
+    1,
+    "docling-project/docling",
+    _DOCLING,
+    "tests/data/pdf/sources/{}.pdf",
+    "tests/data/pdf/groundtruth/{}.md",
+)
+# docling's PDF rendering of an OpenDocument sample, scored against the ground truth
+# docling's ODF backend gives for the source file
+_docling_odf = _laid_out(
+    1,
+    "docling-project/docling",
+    _DOCLING,
+    "tests/data/odf/sources/{}.pdf",
+    "tests/data/odf/groundtruth/{}.md",
+)
 
 
 def _set4(name: str, repo: str, commit: str, pdf: str, gt: str) -> Pair:
     return Pair(4, name, repo, commit, pdf, gt)
-
-
-def _docling_pdf(stem: str) -> Pair:
-    base = "tests/data/pdf"
-    return Pair(
-        1,
-        stem,
-        "docling-project/docling",
-        _DOCLING,
-        f"{base}/sources/{stem}.pdf",
-        f"{base}/groundtruth/{stem}.md",
-    )
-
-
-def _docling_odf(source: str) -> Pair:
-    # docling's PDF rendering of an OpenDocument sample, scored against the ground
-    # truth docling's ODF backend gives for the source file
-    base = "tests/data/odf"
-    return Pair(
-        1,
-        source.rsplit(".", 1)[0],
-        "docling-project/docling",
-        _DOCLING,
-        f"{base}/sources/{source}.pdf",
-        f"{base}/groundtruth/{source}.md",
-    )
 
 
 PAIRS: tuple[Pair, ...] = (
@@ -178,16 +160,16 @@ PAIRS: tuple[Pair, ...] = (
     _docling_pdf("redp5110_sampled"),
     _docling_pdf("right_to_left_02"),
     _docling_pdf("right_to_left_03"),
-    _docling_odf("odf_presentation_01.odp"),
-    _docling_odf("odf_table_with_title_01.ods"),
-    _docling_odf("text_document_01.odt"),
-    _docling_odf("text_document_02.odt"),
-    _docling_odf("text_document_03.odt"),
+    _docling_odf("odf_presentation_01.odp", "odf_presentation_01"),
+    _docling_odf("odf_table_with_title_01.ods", "odf_table_with_title_01"),
+    _docling_odf("text_document_01.odt", "text_document_01"),
+    _docling_odf("text_document_02.odt", "text_document_02"),
+    _docling_odf("text_document_03.odt", "text_document_03"),
     # set 2
-    _mineru("mineru_academic_0b2c9c91", "academic_literature_0b2c9c91f5232541a7ace8984df306b2"),
-    _mineru("mineru_academic_f7904bc3", "academic_literature_f7904bc37cc2e25c1e3e412978854b10"),
+    _mineru("academic_literature_0b2c9c91f5232541a7ace8984df306b2", "mineru_academic_0b2c9c91"),
+    _mineru("academic_literature_f7904bc37cc2e25c1e3e412978854b10", "mineru_academic_f7904bc3"),
     _mineru(
-        "mineru_research_report_zh_1f978cd8", "research_report_1f978cd81fb7260c8f7644039ec2c054"
+        "research_report_1f978cd81fb7260c8f7644039ec2c054", "mineru_research_report_zh_1f978cd8"
     ),
     _p2m("ExamplePdf"),
     _p2m("CC-NC_Leitfaden"),
@@ -205,9 +187,9 @@ PAIRS: tuple[Pair, ...] = (
     _unstr("kroger-press-release-2023"),
     _unstr("teaching-lm-reason"),
     # set 3
-    _dleval("dleval_015a_manual_screenshots", "015a_reading_order_and_nesting_on_screenshots"),
-    _dleval("dleval_011b_physics_paper", "011b_paragraph_continuation_with_picture_between"),
-    _dleval("dleval_002b_tender_table", "002b_table_order"),
+    _dleval("015a_reading_order_and_nesting_on_screenshots", "dleval_015a_manual_screenshots"),
+    _dleval("011b_paragraph_continuation_with_picture_between", "dleval_011b_physics_paper"),
+    _dleval("002b_table_order", "dleval_002b_tender_table"),
     Pair(
         3,
         "joss_melodie",
@@ -232,11 +214,11 @@ PAIRS: tuple[Pair, ...] = (
         "report/report.pdf",
         "report/report.md",
     ),
-    _eisvogel("eisvogel_book", "book"),
-    _eisvogel("eisvogel_columns", "columns"),
-    _eisvogel("eisvogel_images_tables", "images-and-tables"),
-    _eisvogel("eisvogel_beamer_moloch", "beamer-theme-moloch"),
-    _eisvogel("eisvogel_language_chinese", "language-chinese"),
+    _eisvogel("book", "eisvogel_book"),
+    _eisvogel("columns", "eisvogel_columns"),
+    _eisvogel("images-and-tables", "eisvogel_images_tables"),
+    _eisvogel("beamer-theme-moloch", "eisvogel_beamer_moloch"),
+    _eisvogel("language-chinese", "eisvogel_language_chinese"),
     Pair(
         3,
         "mdtopdf_test",
