@@ -15,6 +15,7 @@ from __future__ import annotations
 import ctypes
 import heapq
 import itertools
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -51,20 +52,42 @@ class _Watchdog:
     (tens of microseconds each, 10^7 times in a large run); here arming is a heap push
     under a lock. A disarmed block's entry is dropped when it reaches the top of the
     heap, or all at once when they outnumber the armed ones, so the heap holds at most
-    about twice the blocks in flight."""
+    about twice the blocks in flight.
+
+    Threads that can receive the exception take the lock with ``with self._lock`` (a C
+    lock's ``__enter__``), never through ``Condition.__enter__``: that is Python code,
+    and an exception delivered right after it acquired the lock would leave the lock held
+    for good, hanging every thread that arms a deadline after it."""
 
     def __init__(self) -> None:
-        self._cond = threading.Condition()
+        self._reset()
+        os.register_at_fork(after_in_child=self._reset)
+
+    def _reset(self) -> None:
+        """Fresh state (also in a forked child, where the parent's thread does not run
+        and its lock may have been held at the fork)."""
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
         self._heap: list[tuple[float, int, _Armed]] = []
+        self._open: dict[int, _Armed] = {}  # thread ident -> its open block
         self._seq = itertools.count()
         self._disarmed = 0
         self._thread: threading.Thread | None = None
 
     def arm(self, seconds: float) -> _Armed:
-        armed = _Armed(threading.get_ident())
-        with self._cond:
+        ident = threading.get_ident()
+        armed = _Armed(ident)
+        with self._lock:
+            open_block = self._open.get(ident)
+            if open_block is not None and not open_block.fired:
+                # Only a thread's own open block fires into it, and a fired block is
+                # off the heap: with one block per thread, nothing can arrive while
+                # the bookkeeping here runs. (A fired block still listed is one whose
+                # exception was delivered inside disarm, as its block ended.)
+                raise RuntimeError("thread_deadline blocks do not nest")
+            self._open[ident] = armed
             heapq.heappush(self._heap, (time.monotonic() + seconds, next(self._seq), armed))
-            if self._thread is None or not self._thread.is_alive():  # first use, or a fork
+            if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(
                     target=self._run, name="corpusflow-deadline", daemon=True
                 )
@@ -73,8 +96,9 @@ class _Watchdog:
         return armed
 
     def disarm(self, armed: _Armed) -> None:
-        with self._cond:
+        with self._lock:
             armed.inside = False
+            self._open.pop(armed.ident, None)
             if armed.fired:
                 # Fired, but perhaps not yet delivered: never let it land after the block.
                 _set_async_exc(armed.ident, None)
@@ -85,7 +109,7 @@ class _Watchdog:
                 self._disarmed = 0
 
     def _run(self) -> None:
-        with self._cond:
+        with self._cond:  # this thread never receives the exception
             while True:
                 while self._heap and not self._heap[0][2].inside:
                     heapq.heappop(self._heap)
@@ -95,7 +119,7 @@ class _Watchdog:
                     continue
                 due = self._heap[0][0] - time.monotonic()
                 if due > 0:
-                    self._cond.wait(due)
+                    self._cond.wait(min(due, threading.TIMEOUT_MAX))
                     continue
                 armed = heapq.heappop(self._heap)[2]
                 armed.fired = _set_async_exc(armed.ident, DeadlineExceeded) == 1
@@ -107,7 +131,8 @@ _watchdog = _Watchdog()
 @contextmanager
 def thread_deadline(seconds: float) -> Iterator[None]:
     """Raise ``DeadlineExceeded`` in this thread if the block runs longer than
-    ``seconds`` (0 or less: no deadline). Nothing is raised once the block has left."""
+    ``seconds`` (0 or less: no deadline). Nothing is raised once the block has left.
+    One block per thread at a time: a nested one raises RuntimeError."""
     if seconds <= 0:
         yield
         return

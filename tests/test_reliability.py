@@ -368,7 +368,9 @@ def test_a_deadline_never_fires_after_its_block() -> None:
     assert total == 499500
 
 
-def test_deadlines_on_many_threads_fire_only_where_they_are_due() -> None:
+def test_deadlines_on_many_threads_fire_only_where_they_are_due(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Chunking threads each hold a deadline: the one past its time is stopped, the
     others finish, and no thread is started per block."""
     import threading
@@ -390,10 +392,75 @@ def test_deadlines_on_many_threads_fire_only_where_they_are_due() -> None:
         # Armed in the order long, short, long, long: the heap must fire the short one.
         results = list(pool.map(work, [0.3, 5.0, 0.3, 0.3], [30.0, 0.2, 30.0, 30.0]))
         assert results == ["done", "stopped", "done", "done"]
-        before = threading.active_count()
+        started: list[str] = []
+        real_start = threading.Thread.start
+
+        def counting_start(self: threading.Thread) -> None:
+            started.append(self.name)
+            real_start(self)
+
+        monkeypatch.setattr(threading.Thread, "start", counting_start)
         assert list(pool.map(work, [0.0] * 200, [30.0] * 200)) == ["done"] * 200
-        assert threading.active_count() == before
+        monkeypatch.undo()
+        assert started == []  # the pool's 4 threads and the one watchdog already run
     time.sleep(0.3)
+
+
+def test_a_deadline_that_fires_as_its_block_ends_leaves_nothing_stuck() -> None:
+    """The watchdog fires just as the block ends, while the thread waits for the lock
+    to disarm: the thread gets DeadlineExceeded, the lock is free for every other
+    thread, and the same thread can run its next block (one nested in it cannot)."""
+    import threading
+
+    from corpusflow.deadline import (
+        DeadlineExceeded,
+        _set_async_exc,
+        _watchdog,
+        thread_deadline,
+    )
+
+    in_block, leave = threading.Event(), threading.Event()
+    results: list[str] = []
+
+    def worker() -> None:
+        try:
+            with thread_deadline(30):
+                in_block.set()
+                leave.wait()
+        except DeadlineExceeded:
+            results.append("stopped as it ended")
+        with thread_deadline(30):
+            results.append("next block ran")
+        with thread_deadline(30):
+            try:
+                with thread_deadline(30):
+                    pass
+            except RuntimeError:
+                results.append("nesting refused")
+
+    t = threading.Thread(target=worker, daemon=True)
+    t.start()
+    assert in_block.wait(5)
+    with _watchdog._lock:  # as the watchdog holds it while it fires
+        leave.set()
+        time.sleep(0.3)  # the worker has left its block and waits to disarm
+        armed = _watchdog._open[t.ident or 0]
+        armed.fired = _set_async_exc(t.ident or 0, DeadlineExceeded) == 1
+    t.join(5)
+    assert not t.is_alive()
+    assert results == ["stopped as it ended", "next block ran", "nesting refused"]
+
+    def arms_and_leaves() -> None:
+        with thread_deadline(1):
+            pass
+
+    other = threading.Thread(target=arms_and_leaves, daemon=True)
+    other.start()
+    other.join(5)
+    assert not other.is_alive(), "the watchdog's lock was left held"
+    with thread_deadline(1e10):  # past threading.TIMEOUT_MAX: the watchdog must not die
+        time.sleep(0.2)
+    assert _watchdog._thread is not None and _watchdog._thread.is_alive()
 
 
 # 9 ---------------------------------------------------------------------------
