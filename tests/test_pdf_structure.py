@@ -553,13 +553,19 @@ def test_underscores_below_the_baseline_stay_in_their_word() -> None:
         Line(1, "_", 155.0, 446.8, 160.6, 447.5),
         Line(1, "random", 160.6, 438.4, 194.3, 445.5, 7.1),
         Line(1, "_", 194.3, 446.8, 199.9, 447.5),
-        Line(1, "character,", 199.9, 438.4, 256.0, 447.1, 8.7),  # the comma's ink is taller
+        Line(1, "character,", 199.9, 438.4, 256.0, 447.1, 8.7),
         Line(1, "flip_", 121.3, 452.6, 149.4, 461.7, 9.1),
         Line(1, "random", 149.4, 452.7, 183.1, 459.8, 7.1),
     ]
     merged = _merge_row_fragments(row)
     assert [m.text for m in merged] == ["insert_random_character,", "flip_random"]
     assert (merged[0].top, merged[0].bottom) == (438.3, 447.1)
+    # A footnote mark touches its word but sits above the baseline: not glued into it.
+    marked = [
+        Line(1, "the results", 100, 100, 150, 110, 10),
+        Line(1, "1", 150, 98, 154, 104, 5),
+    ]
+    assert [m.text for m in _merge_row_fragments(marked)] == ["the results", "1"]
     # A rule of underscores under a heading is its own line, not part of the heading.
     rule = [Line(1, "Results", 72, 100, 140, 112, 12), Line(1, "________", 72, 113, 140, 114)]
     assert len(_merge_row_fragments(rule)) == 2

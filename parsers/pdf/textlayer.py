@@ -191,13 +191,12 @@ def _merge_row_fragments(lines: list[Line]) -> list[Line]:
                 # A lone list marker hangs further out from its item's text.
                 em = max(prev.height, ln.height)
                 reach = 4.0 * em if MARKER.match(prev.text.strip()) else 1.5 * em
-                # Sizes are ink heights: a piece holding a comma or an underscore
-                # reads taller than its neighbour. Pieces that touch are one word.
+                # Sizes are ink heights: a piece holding an underscore reads taller
+                # than its neighbour. Pieces that touch on one baseline are one word;
+                # a superscript touches its word too, but ends well above it.
+                touching = gap <= 0.15 * em and abs(prev.bottom - ln.bottom) <= 0.3 * em
                 if (
-                    (
-                        abs(prev.fsize - ln.fsize) <= 0.2 * max(prev.fsize, ln.fsize)
-                        or gap <= 0.15 * em
-                    )
+                    (abs(prev.fsize - ln.fsize) <= 0.2 * max(prev.fsize, ln.fsize) or touching)
                     and -1.0 <= gap <= reach
                     and (gap <= 1.5 * em or ln.left > prev.right)
                 ):
