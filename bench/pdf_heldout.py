@@ -62,10 +62,11 @@ def main() -> None:
         "--engine", choices=["corpusflow", "docling-native", "text-layer"], default="corpusflow"
     )
     args = ap.parse_args()
+    if args.headings is not None and args.engine != "corpusflow":
+        ap.error("--headings applies to --engine corpusflow only")
     sys.path.insert(0, str(SHARED / "tools"))
     from parse_metrics import heading_recall, headings, table_cell_recall, text_f1, words
 
-    from corpusflow.errors import DocumentError
     from corpusflow.settings import ParseSettings
     from parsers.pdf.offline import parse_offline
 
@@ -108,8 +109,8 @@ def main() -> None:
             start = time.perf_counter()
             try:
                 md = convert(pdf)
-            except DocumentError as exc:
-                print(f"{name} {pdf.name}: {exc}", file=sys.stderr)
+            except Exception as exc:  # DocumentError, or the other engines' own errors
+                print(f"{name} {pdf.name}: {type(exc).__name__}: {exc}", file=sys.stderr)
                 continue
             ref = gt.read_text()
             rows.append(
