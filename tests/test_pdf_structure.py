@@ -498,6 +498,45 @@ def test_ruled_table_with_spanning_header(report: tuple[Any, str]) -> None:
     assert grid[1:] == [["North", "1200", "14"], ["South", "980", "11"], ["East", "1430", "17"]]
 
 
+def nested_table_page(p: Page) -> None:
+    """A two-column ruled table whose last right cell holds a 3x2 table of its own,
+    drawn a cell's padding (5 pt) inside the cell and sharing its bottom border, as
+    word processors render a nested table."""
+    xs, ys = [72.0, 300.0, 528.0], [100.0, 120.0, 140.0, 190.0]
+    for r, (left, right) in enumerate([("Column A", "Column B"), ("Upper left", "Upper right")]):
+        p.text(left, xs[0] + 4, ys[r] + 14)
+        p.text(right, xs[1] + 4, ys[r] + 14)
+    p.text("Plain cell", xs[0] + 4, ys[2] + 14)
+    p.text("Rich cell", xs[1] + 4, ys[2] + 14)
+    for y in ys:
+        p.line(xs[0], y, xs[-1], y)
+    for x in xs:
+        p.line(x, ys[0], x, ys[-1])
+    inner_x = [305.0, 378.0, 451.0, 523.0]
+    inner_y = [150.0, 170.0, 190.0]
+    for k, x in enumerate(inner_x[:-1]):
+        p.text("ABC"[k], x + 4, inner_y[0] + 14)
+        p.text(f"Cell {k + 1}", x + 4, inner_y[1] + 14)
+    for y in inner_y:
+        p.line(inner_x[0], y, inner_x[-1], y)
+    for x in inner_x:
+        p.line(x, inner_y[0], x, inner_y[-1])
+
+
+def test_a_table_nested_in_a_cell_stays_in_that_cell(tmp_path: Path) -> None:
+    """The nested table's columns do not become columns of the whole table (the outer
+    cells would span them, their text repeated in each); its text is the cell's text."""
+    path = make_pdf(tmp_path / "nested.pdf", nested_table_page)
+    doc, _parser, _warnings = parse_pdf_offline(path, ParseSettings())
+    (table,) = _items(doc, "TableItem")
+    grid = [[cell.text for cell in row] for row in table.data.grid]
+    assert (table.data.num_rows, table.data.num_cols) == (3, 2), grid
+    assert grid[0] == ["Column A", "Column B"]
+    assert grid[1] == ["Upper left", "Upper right"]
+    assert grid[2][0] == "Plain cell"
+    assert grid[2][1].startswith("Rich cell") and "Cell 3" in grid[2][1]
+
+
 def test_aligned_table_without_borders(report: tuple[Any, str]) -> None:
     doc, md = report
     tables = _items(doc, "TableItem")

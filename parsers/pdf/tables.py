@@ -360,6 +360,55 @@ def _grid_table(
     return Table(page_no, xs[0], ys[0], xs[-1], ys[-1], n_rows, n_cols, cells, header)
 
 
+# A table nested in a cell sits a cell's padding inside the cell's borders: its own
+# side borders run parallel to the outer ones, this close, over part of their length.
+_CELL_PADDING = 12.0
+
+
+def _without_nested_grids(hs: list[Rule], vs: list[Rule]) -> tuple[list[Rule], list[Rule]]:
+    """The rules of a grid without those of tables drawn inside its cells.
+
+    A nested table's borders join the outer table's rules into one drawing, and its
+    columns would become columns of the whole table, the outer cells above and below
+    them spanning (their text repeated in every column). Its box is found by its two
+    side borders: each runs beside a longer outer border, within a cell's padding, over
+    the same rows. The rules inside that box are dropped; its words stay in the outer
+    cell, as one cell's text."""
+    boxes: list[tuple[float, float, float, float]] = []
+
+    def inset(v: Rule) -> bool:
+        return any(
+            u is not v
+            and 0 < abs(u.pos - v.pos) <= _CELL_PADDING
+            and u.start <= v.start + _SNAP
+            and u.end >= v.end - _SNAP
+            and (u.end - u.start) - (v.end - v.start) >= 2 * _SNAP
+            for u in vs
+        )
+
+    sides = sorted((v for v in vs if inset(v)), key=lambda v: v.pos)
+    for a, b in itertools.combinations(sides, 2):
+        if abs(a.start - b.start) <= _SNAP and abs(a.end - b.end) <= _SNAP:
+            boxes.append((a.pos, min(a.start, b.start), b.pos, max(a.end, b.end)))
+    if not boxes:
+        return hs, vs
+
+    def inside(r: Rule) -> bool:
+        for left, top, right, bottom in boxes:
+            if r.horizontal:
+                if top - _SNAP <= r.pos <= bottom + _SNAP and (
+                    r.start >= left - _SNAP and r.end <= right + _SNAP
+                ):
+                    return True
+            elif left - _SNAP <= r.pos <= right + _SNAP and (
+                r.start >= top - _SNAP and r.end <= bottom + _SNAP
+            ):
+                return True
+        return False
+
+    return [h for h in hs if not inside(h)], [v for v in vs if not inside(v)]
+
+
 def find_ruled_tables(page_no: int, words: Sequence[Word], rules: Sequence[Rule]) -> list[Table]:
     """Tables whose cells are delimited by drawn borders."""
     merged = _merge_collinear(rules)
@@ -367,8 +416,9 @@ def find_ruled_tables(page_no: int, words: Sequence[Word], rules: Sequence[Rule]
         return []  # a drawing (chart, map, plan), not a page of tables
     tables: list[Table] = []
     for comp in _components(merged):
-        hs = [r for r in comp if r.horizontal]
-        vs = [r for r in comp if not r.horizontal]
+        hs, vs = _without_nested_grids(
+            [r for r in comp if r.horizontal], [r for r in comp if not r.horizontal]
+        )
         if not hs or not vs:
             continue
         left = min([h.start for h in hs] + [v.pos for v in vs])
