@@ -98,10 +98,16 @@ class _Watchdog:
     def disarm(self, armed: _Armed) -> None:
         with self._lock:
             armed.inside = False
-            self._open.pop(armed.ident, None)
+            # Only the thread's current block, from that thread: a block whose generator
+            # is finalised later (by the garbage collector, on any thread) must not
+            # drop, or clear the pending exception of, the block running there now.
+            if self._open.get(armed.ident) is armed:
+                del self._open[armed.ident]
+                if armed.fired and threading.get_ident() == armed.ident:
+                    # Fired, perhaps not yet delivered: never let it land after the block.
+                    _set_async_exc(armed.ident, None)
             if armed.fired:
-                # Fired, but perhaps not yet delivered: never let it land after the block.
-                _set_async_exc(armed.ident, None)
+                return  # already off the heap
             self._disarmed += 1
             if self._disarmed * 2 > len(self._heap):
                 self._heap = [e for e in self._heap if e[2].inside]
@@ -132,8 +138,13 @@ _watchdog = _Watchdog()
 def thread_deadline(seconds: float) -> Iterator[None]:
     """Raise ``DeadlineExceeded`` in this thread if the block runs longer than
     ``seconds`` (0 or less: no deadline). Nothing is raised once the block has left.
-    One block per thread at a time: a nested one raises RuntimeError."""
-    if seconds <= 0:
+    One block per thread at a time: a nested one raises RuntimeError.
+
+    Like any asynchronous exception, it can land between a library's ``lock.acquire()``
+    and its ``try`` (logging's handler lock is taken that way), leaving that lock held:
+    keep the guarded work free of shared locks taken in Python; chunking is pure
+    computation on its own document."""
+    if not seconds > 0:  # 0, negative or NaN: no deadline
         yield
         return
     armed = _watchdog.arm(seconds)

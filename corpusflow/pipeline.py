@@ -309,13 +309,17 @@ def chunk_parsed(
                 parsed, item.file.doc_id, tokenizer, fps.max_tokens, settings.chunk, contextualizer
             )
     except DeadlineExceeded:
+        # Raised below, outside this handler, so that the DocumentError does not keep
+        # the chunker's frames (and the parsed document) alive as its __context__.
+        chunks = None
+    if chunks is None:
         # Chunking the same text again takes as long: refused until the bytes or the
         # limit change (the limit is part of failure_judge), not retried every night.
         raise DocumentError(
             Category.TOO_LARGE,
             f"chunking did not finish within chunk.timeout_s={limit:g} s "
             f"({len(parsed.markdown)} characters of text); raise it to index this document",
-        ) from None
+        )
     if not chunks.children:
         if any(ch.isalnum() for ch in parsed.markdown):
             # The chunker guarantees a chunk for any text: this is a bug, not an empty file.

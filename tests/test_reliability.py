@@ -458,6 +458,17 @@ def test_a_deadline_that_fires_as_its_block_ends_leaves_nothing_stuck() -> None:
     other.start()
     other.join(5)
     assert not other.is_alive(), "the watchdog's lock was left held"
+    # A block finalised late, from another thread (a generator the garbage collector
+    # closes), leaves the thread's current block alone.
+    from corpusflow.deadline import _Armed
+
+    current = _watchdog.arm(30)
+    stale = _Armed(threading.get_ident())
+    stale.fired = True
+    threading.Thread(target=_watchdog.disarm, args=(stale,)).start()
+    time.sleep(0.2)
+    assert _watchdog._open[threading.get_ident()] is current
+    _watchdog.disarm(current)
     with thread_deadline(1e10):  # past threading.TIMEOUT_MAX: the watchdog must not die
         time.sleep(0.2)
     assert _watchdog._thread is not None and _watchdog._thread.is_alive()
