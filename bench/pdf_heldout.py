@@ -22,9 +22,9 @@ words any text-layer parser could output, running heads and page numbers include
 its word recall bounds what a converter can recall without OCR, and its precision
 shows how much of the printed page the ground truth leaves out).
 
-Markdown is exported with underscores as written (``escape_underscores=False``), as the
-product stores it (``parsers.registry``): an escaped ``snake\\_case`` is two words to the
-metric, as it would be to search.
+Every engine's Markdown is exported as the product stores it
+(``parsers.registry.stored_markdown``: underscores as written; an escaped ``snake\\_case``
+is two words to the metric, as it would be to search).
 """
 
 from __future__ import annotations
@@ -69,6 +69,7 @@ def main() -> None:
 
     from corpusflow.settings import ParseSettings
     from parsers.pdf.offline import parse_offline
+    from parsers.registry import stored_markdown
 
     settings = ParseSettings()
     kwargs = {} if args.headings is None else {"headings": args.headings}
@@ -77,11 +78,7 @@ def main() -> None:
         if args.engine == "docling-native":
             from parsers.pdf.textlayer import native_converter
 
-            return str(
-                native_converter()
-                .convert(pdf)
-                .document.export_to_markdown(escape_underscores=False)
-            )
+            return stored_markdown(native_converter().convert(pdf).document)
         if args.engine == "text-layer":
             import pypdfium2
 
@@ -90,9 +87,7 @@ def main() -> None:
                 return "\n\n".join(page.get_textpage().get_text_range() for page in doc)
             finally:
                 doc.close()
-        return str(
-            parse_offline(pdf, settings, **kwargs).doc.export_to_markdown(escape_underscores=False)
-        )
+        return stored_markdown(parse_offline(pdf, settings, **kwargs).doc)
 
     sets = {"dev": Path(args.dev), "held-out": Path(args.heldout)}
     rows: list[tuple[str, str, float | None, float | None, float | None, float, str, str]] = []

@@ -39,6 +39,14 @@ def _title(doc: DoclingDocument, fallback: str) -> str:
     return fallback
 
 
+def stored_markdown(doc: DoclingDocument) -> str:
+    """The Markdown of ``doc`` as the product stores and chunks it.
+
+    Underscores stay as written (SESSION_USER, snake_case keys): the Markdown is read by
+    people and search, not rendered, and an escaped one splits the word for both."""
+    return str(doc.export_to_markdown(escape_underscores=False))
+
+
 def warm_up(settings: ParseSettings | None = None) -> None:
     """Import the heavy parser libraries (and load the layout models when PDFs will
     use them) now, so a document's deadline covers parsing only."""
@@ -112,9 +120,7 @@ def parse_file(
     else:
         result = _run_backend(path, spec, settings)
     doc = result.doc
-    # Underscores stay as written (SESSION_USER, snake_case keys): the Markdown is read by
-    # people and search, not rendered, and an escaped one splits the word for both.
-    markdown = doc.export_to_markdown(escape_underscores=False)
+    markdown = stored_markdown(doc)
     if not markdown.strip():
         if result.missing_pages:
             raise ParseError(
