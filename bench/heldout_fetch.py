@@ -150,10 +150,6 @@ _docling_odf = _laid_out(
 )
 
 
-def _set4(name: str, repo: str, commit: str, pdf: str, gt: str) -> Pair:
-    return Pair(4, name, repo, commit, pdf, gt)
-
-
 PAIRS: tuple[Pair, ...] = (
     # set 1: docling tests/data PDFs that ../shared/corpus/docling/pdf does not hold
     _docling_pdf("amt_handbook_sample"),
@@ -228,98 +224,112 @@ PAIRS: tuple[Pair, ...] = (
         "cmd/md2pdf/test.md",
     ),
     # set 4: source Markdown + the PDF built from it, committed side by side
-    _set4(
+    Pair(
+        4,
         "joss_ecodive",
         "cmmr/ecodive",
         "f6ec71e934b14d01942eaa4f98125c689a357b20",
         "paper/paper.pdf",
         "paper/paper.md",
     ),
-    _set4(
+    Pair(
+        4,
         "joss_bobocep",
         "r3w0p/bobocep",
         "6c624ec83a822d0f2df8d28b4ce400695ddb5303",
         "paper/paper.pdf",
         "paper/paper.md",
     ),
-    _set4(
+    Pair(
+        4,
         "joss_eyecite",
         "freelawproject/eyecite",
         "79e676129104d82852dc456085a3508c95420ac7",  # branch joss-paper
         "joss/paper.pdf",
         "joss/paper.md",
     ),
-    _set4(
+    Pair(
+        4,
         "joss_uno",
         "cvanaret/Uno",
         "24e2b15ce6692607b608c00af0306e47fe4a7f1c",  # branch joss
         "joss/paper.pdf",
         "joss/paper.md",
     ),
-    _set4(
+    Pair(
+        4,
         "ieee_pandoc_example",
         "djgoldsmith/Pandoc-IEEE-Paper",
         "da65adda3544370a500b852090b8ae63b68f0bb9",
         "output/output.pdf",
         "ExamplePaper.md",
     ),
-    _set4(
+    Pair(
+        4,
         "beamer_pandoc_slides",
         "Alaya-in-Matrix/Pandoc-Slides-Template",
         "4e04d553aae6155e5fe3a57c01e5bb8ab64d1036",
         "slides/example.pdf",
         "slides/example.md",
     ),
-    _set4(
+    Pair(
+        4,
         "marp_spring_test_profiler",
         "timbrueckner/spring-test-profiler",
         "c594eca049b91ccb1c8796d16912598406317987",
         "docs/marketing/project-pitch/index.pdf",
         "docs/marketing/project-pitch/index.md",
     ),
-    _set4(
+    Pair(
+        4,
         "md2pdfnet_demo",
         "Flayms/Markdown2Pdf",
         "4a982a08644c950fca648ec732b6d9e013e7adad",
         "assets/demo.pdf",
         "Markdown2Pdf.Demo/README.md",
     ),
-    _set4(
+    Pair(
+        4,
         "wkhtml_markdowntopdf_readme",
         "xieguigang/markdown2pdf",
         "9f2086063c760aaf30f30b379f36d24b4012e288",
         "README.pdf",
         "README.md",
     ),
-    _set4(
+    Pair(
+        4,
         "zh_regex2mds_report",
         "155chb/regex2MDS",
         "4558d325c11443b485199c1e03626a2c77d59e66",
         "实验报告.pdf",
         "实验报告.md",
     ),
-    _set4(
+    Pair(
+        4,
         "zh_sqat_fuzzing_report",
         "AlsoWereMe/SQAT-PJ2",
         "0894f3b5dd03166ce000f411bd5f002b1369d5e2",
         "实验报告.pdf",
         "实验报告.md",
     ),
-    _set4(
+    Pair(
+        4,
         "zh_multimodal_sentiment_report",
         "7774596/2024-autumn-AI",
         "c4bf5e1b43a2345644555d203d5b95bac9a084fe",
         "实验报告.pdf",
         "实验报告.md",
     ),
-    _set4(
+    Pair(
+        4,
         "zh_cache_coherency_report",
         _FUDAN,
         "64d8b09e8a267136295b8ef941416f58cb551262",
         "cache/document/report.pdf",
         "cache/document/report.markdown",
     ),
-    _set4(
+    Pair(
+        4,
         "zh_cuda_overview",
         _FUDAN,
         "db63badac4713b0f7c9a079ff3086fefea3e0605",

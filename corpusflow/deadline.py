@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 
 class DeadlineExceeded(Exception):
@@ -34,15 +35,13 @@ def _set_async_exc(ident: int, exc: type[BaseException] | None) -> int:
     )
 
 
+@dataclass(slots=True, eq=False)  # compared by identity: one object per block
 class _Armed:
     """One block under a deadline: its thread, and whether it is still inside."""
 
-    __slots__ = ("fired", "ident", "inside")
-
-    def __init__(self, ident: int) -> None:
-        self.ident = ident
-        self.inside = True
-        self.fired = False
+    ident: int
+    inside: bool = True
+    fired: bool = False
 
 
 class _Watchdog:

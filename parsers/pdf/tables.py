@@ -395,13 +395,14 @@ def _without_nested_grids(hs: list[Rule], vs: list[Rule]) -> tuple[list[Rule], l
 
     def inside(r: Rule) -> bool:
         for left, top, right, bottom in boxes:
-            if r.horizontal:
-                if top - _SNAP <= r.pos <= bottom + _SNAP and (
-                    r.start >= left - _SNAP and r.end <= right + _SNAP
-                ):
-                    return True
-            elif left - _SNAP <= r.pos <= right + _SNAP and (
-                r.start >= top - _SNAP and r.end <= bottom + _SNAP
+            # A rule's position runs across its direction, its extent along it.
+            across, along = ((top, bottom), (left, right))
+            if not r.horizontal:
+                across, along = along, across
+            if (
+                across[0] - _SNAP <= r.pos <= across[1] + _SNAP
+                and r.start >= along[0] - _SNAP
+                and r.end <= along[1] + _SNAP
             ):
                 return True
         return False
