@@ -18,7 +18,9 @@ if TYPE_CHECKING:
 # 4: chunk and parent ids from heading path, text and occurrence, not position.
 # 5: tables split as triplet text without docling-core's header repetition (which
 #    wrote "| - |" into every piece); language from 3 langdetect trials, not 7.
-CHUNKER_VERSION = "5"
+# 6: a chunk takes its document's language unless its script or its own function words
+#    say otherwise (tables, headings and names no longer read as German or Dutch).
+CHUNKER_VERSION = "6"
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,8 +8,19 @@ Modes:
   query with the index's own tokenizer, so a Chinese query matches Chinese words in a
   mixed-language table;
 - ``sparse``: BGE-M3 lexical weights, dot product of query and chunk token weights;
-- ``hybrid``: reciprocal rank fusion of dense with sparse (when the model has a
-  sparse head) or keyword, ``score = sum 1 / (rrf_k + rank)``.
+- ``hybrid``: weighted reciprocal rank fusion of dense with sparse (when the model has a
+  sparse head) or keyword, ``score = sum w / (rrf_k + rank)``; the weights depend on the
+  query's script (``search.*`` settings): the keyword leg, strong on Chinese, Japanese
+  and Korean through the ICU index, weighs more for a query in those scripts.
+
+Every query reads one snapshot: the pointer once (so a reindex swap or rollback is seen
+whole or not at all), the chunk table at one version for all of its legs, and the parent
+table at a version taken after it. Writers insert a batch's new parents before they
+switch its chunks and delete its old parents only after, so the parents of any chunk
+version a reader holds are there when it looks; a reader that still misses one (a
+refresh ran two commits between its two version reads) takes a new snapshot. Each hit
+carries the versions it was read at (``chunk_table``, ``table_version``,
+``parent_version``).
 
 Filters are applied inside LanceDB before ranking (prefilter), so a chunk a user
 may not read is never a candidate. Access fails closed: ``groups`` keeps chunks
@@ -27,8 +38,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from chunking.language import has_cjk
 from corpusflow.errors import ConfigurationError
-from corpusflow.settings import Settings
+from corpusflow.settings import SearchSettings, Settings
 from embedding import Embedder, ModelSpec
 from embedding.query_encoder import load_query_embedder
 from storage import Store
@@ -112,8 +124,24 @@ def spec_from_json(model_json: str) -> ModelSpec:
     return ModelSpec(**fields)
 
 
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """What one query reads: a chunk table and its parent table, each at one version."""
+
+    chunk_table: str
+    parent_table: str
+    chunks: Any  # the chunk table, checked out at ``chunk_version``
+    parents: Any  # the parent table at ``parent_version`` (None when there is none)
+    chunk_version: int
+    parent_version: int | None
+
+
+# Snapshots a query takes at most when a refresh keeps committing between its reads.
+_SNAPSHOT_TRIES = 5
+
+
 class Searcher:
-    """Searches one chunk table with the model that built it."""
+    """Searches a collection's chunk table with the model that built it."""
 
     def __init__(
         self,
@@ -122,19 +150,21 @@ class Searcher:
         parent_table: str,
         embedder: Embedder,
         pinned: Mapping[str, Any] | None = None,
+        fusion: SearchSettings | None = None,
+        follow: Settings | None = None,
     ):
         """``pinned``: versions {"chunks", "parents"} to read instead of the latest (the
-        pointer's pin while a checked refresh runs)."""
+        pointer's pin while a checked refresh runs). ``follow``: re-read the collection's
+        active pointer at each query (``for_active``), so a reindex swap or a rollback
+        takes effect for the next query, whole."""
         self.store = store
         self.chunk_table = chunk_table
         self.parent_table = parent_table
         self.embedder = embedder
+        self.pinned = dict(pinned) if pinned else None
+        self.fusion = fusion or SearchSettings()
+        self._follow = follow
         self.table = store.db.open_table(chunk_table)
-        self.parents: Any = store.find(parent_table)
-        if pinned and pinned.get("chunks") is not None:
-            self.table.checkout(int(pinned["chunks"]))
-        if pinned and pinned.get("parents") is not None and self.parents is not None:
-            self.parents.checkout(int(pinned["parents"]))
         # A table written before a column existed (``lang``) is read without it.
         names = set(self.table.schema.names)
         self.columns = [c for c in _COLUMNS if c in names]
@@ -154,7 +184,52 @@ class Searcher:
             active.chunk_table,
             active.parent_table,
             load_query_embedder(settings.embed, spec),
-            store.pointer.pinned(),
+            active.pinned,
+            settings.search,
+            follow=settings,
+        )
+
+    # -- snapshots -----------------------------------------------------------------------
+    def _current(self) -> None:
+        """Follow the active pointer (one read): table names, pin and, when a swap
+        changed the model, the query embedder."""
+        if self._follow is None:
+            return
+        active, spec = active_spec(self.store)
+        if active.chunk_table != self.chunk_table:
+            if spec.fingerprint != self.embedder.spec.fingerprint:
+                self.embedder = load_query_embedder(self._follow.embed, spec)
+            self.chunk_table, self.parent_table = active.chunk_table, active.parent_table
+            self.table = self.store.db.open_table(active.chunk_table)
+            names = set(self.table.schema.names)
+            self.columns = [c for c in _COLUMNS if c in names]
+        self.pinned = active.pinned
+
+    def snapshot(self) -> Snapshot:
+        """The chunk table at one version (pinned or latest), then the parent table at a
+        version read after it."""
+        self._current()
+        pinned = self.pinned or {}
+        chunks = self.store.db.open_table(self.chunk_table)
+        if pinned.get("chunks") is not None:
+            chunks.checkout(int(pinned["chunks"]))
+        else:
+            chunks.checkout(int(chunks.version))
+        parents = self.store.find(self.parent_table)
+        parent_version = None
+        if parents is not None:
+            if pinned.get("parents") is not None:
+                parents.checkout(int(pinned["parents"]))
+            else:
+                parents.checkout(int(parents.version))
+            parent_version = int(parents.version)
+        return Snapshot(
+            self.chunk_table,
+            self.parent_table,
+            chunks,
+            parents,
+            int(chunks.version),
+            parent_version,
         )
 
     def search(
@@ -163,7 +238,7 @@ class Searcher:
         k: int = 5,
         mode: Mode = "hybrid",
         filters: Filters | None = None,
-        rrf_k: int = 60,
+        rrf_k: int | None = None,
     ) -> list[dict[str, Any]]:
         filters = filters or Filters()
         if filters.all_groups:
@@ -178,37 +253,66 @@ class Searcher:
             _log.debug("all-groups query on %s: %r", self.chunk_table, query[:200])
         if mode not in MODES:
             raise ValueError(f"unknown search mode {mode!r}; one of {', '.join(MODES)}")
+        for _ in range(_SNAPSHOT_TRIES):
+            snap = self.snapshot()
+            hits = self._search(snap, query, k, mode, filters, rrf_k)
+            if hits is not None:
+                return hits
+        # A writer committed between every pair of version reads: answer from the last
+        # snapshot, with the parents it could find.
+        return self._search(snap, query, k, mode, filters, rrf_k, partial=True) or []
+
+    def _search(
+        self,
+        snap: Snapshot,
+        query: str,
+        k: int,
+        mode: Mode,
+        filters: Filters,
+        rrf_k: int | None,
+        partial: bool = False,
+    ) -> list[dict[str, Any]] | None:
         if filters.lang and "lang" not in self.columns:
             raise ConfigurationError(
-                f"table {self.chunk_table} was built before chunk languages were recorded; "
+                f"table {snap.chunk_table} was built before chunk languages were recorded; "
                 "run `corpusflow ingest` again to re-chunk it, then filter by language"
             )
+        table = snap.chunks
         fetch = k * 10 if filters.metadata else k
         if mode == "dense":
-            ranked = self._dense(query, fetch, filters)
+            ranked = self._dense(query, fetch, filters, table)
         elif mode == "keyword":
-            ranked = self._keyword(query, fetch, filters)
+            ranked = self._keyword(query, fetch, filters, table)
         elif mode == "sparse":
-            ranked = self._sparse(query, fetch, filters)
+            ranked = self._sparse(query, fetch, filters, table)
         else:
             depth = max(fetch * 4, 50)
-            lists = [self._dense(query, depth, filters)]
-            if self.embedder.has_sparse:
-                lists.append(self._sparse(query, depth, filters))
-            else:
-                lists.append(self._keyword(query, depth, filters))
-            ranked = rrf(lists, rrf_k)
+            cjk = has_cjk(query)
+            lexical = (
+                self._sparse(query, depth, filters, table)
+                if self.embedder.has_sparse
+                else self._keyword(query, depth, filters, table)
+            )
+            ranked = rrf(
+                [self._dense(query, depth, filters, table), lexical],
+                self.fusion.rrf_k if rrf_k is None else rrf_k,
+                weights=[
+                    self.fusion.dense_weight,
+                    self.fusion.keyword_weight_cjk if cjk else self.fusion.keyword_weight,
+                ],
+            )
         ranked = [(row, score) for row, score in ranked if filters.accepts(row)][:k]
-        return self._finish(ranked)
+        return self._finish(snap, ranked, partial)
 
     # -- retrievers: each returns [(row, score)] best first ------------------------------
     def _dense(
-        self, query: str, limit: int, filters: Filters
+        self, query: str, limit: int, filters: Filters, table: Any = None
     ) -> list[tuple[dict[str, Any], float]]:
         vector = self.embedder.embed([query], batch_size=1).dense[0]
         q = (
-            self.table.search(vector.tolist(), vector_column_name="vector")
-            .distance_type("cosine")  # type: ignore[attr-defined]
+            (table or self.table)
+            .search(vector.tolist(), vector_column_name="vector")
+            .distance_type("cosine")  # type: ignore[union-attr]
             .select([*self.columns, "_distance"])
         )
         where = filters.where()
@@ -217,10 +321,12 @@ class Searcher:
         return [(r, 1.0 - float(r["_distance"])) for r in q.limit(limit).to_list()]
 
     def _keyword(
-        self, query: str, limit: int, filters: Filters
+        self, query: str, limit: int, filters: Filters, table: Any = None
     ) -> list[tuple[dict[str, Any], float]]:
-        q = self.table.search(query, query_type="fts", fts_columns="embed_text").select(
-            [*self.columns, "_score"]
+        q = (
+            (table or self.table)
+            .search(query, query_type="fts", fts_columns="embed_text")
+            .select([*self.columns, "_score"])
         )
         where = filters.where()
         if where:
@@ -234,17 +340,18 @@ class Searcher:
         return [(r, float(r["_score"])) for r in rows]
 
     def _sparse(
-        self, query: str, limit: int, filters: Filters
+        self, query: str, limit: int, filters: Filters, table: Any = None
     ) -> list[tuple[dict[str, Any], float]]:
         if not self.embedder.has_sparse:
             raise ConfigurationError(
                 f"sparse search needs a model with a sparse head (bge-m3); "
                 f"{self.embedder.spec.model_id} is dense only: use --mode keyword or hybrid"
             )
+        table = table or self.table
         weights = self.embedder.embed([query], batch_size=1).sparse
         assert weights is not None
         qw = weights[0]
-        cols = read_table(self.table, ["chunk_id", "sparse_ids", "sparse_weights"], filters.where())
+        cols = read_table(table, ["chunk_id", "sparse_ids", "sparse_weights"], filters.where())
         scores: list[tuple[str, float]] = []
         for cid, ids, ws in zip(
             cols.column("chunk_id").to_pylist(),
@@ -261,16 +368,23 @@ class Searcher:
         top = scores[:limit]
         if not top:
             return []
-        rows = read_table(self.table, self.columns, sql_in("chunk_id", [c for c, _ in top]))
+        rows = read_table(table, self.columns, sql_in("chunk_id", [c for c, _ in top]))
         by_id = {r["chunk_id"]: r for r in rows.to_pylist()}
         return [(by_id[c], s) for c, s in top if c in by_id]
 
-    def _finish(self, ranked: list[tuple[dict[str, Any], float]]) -> list[dict[str, Any]]:
+    def _finish(
+        self, snap: Snapshot, ranked: list[tuple[dict[str, Any], float]], partial: bool
+    ) -> list[dict[str, Any]] | None:
+        """The hits with their parents' text; None when a parent the chunks name is not
+        in the snapshot's parent version (take a new snapshot), unless ``partial``."""
         parents: dict[str, str] = {}
-        parent_ids = [r["parent_id"] for r, _ in ranked if r.get("parent_id")]
-        if parent_ids and self.parents is not None:
-            rows = read_table(self.parents, ["parent_id", "text"], sql_in("parent_id", parent_ids))
+        parent_ids = sorted({r["parent_id"] for r, _ in ranked if r.get("parent_id")})
+        if parent_ids and snap.parents is not None:
+            rows = read_table(snap.parents, ["parent_id", "text"], sql_in("parent_id", parent_ids))
             parents = {r["parent_id"]: r["text"] for r in rows.to_pylist()}
+            missing = len(parents) < len(parent_ids)
+            if missing and not partial and not (self.pinned or {}).get("parents"):
+                return None
         return [
             {
                 "rank": i + 1,
@@ -287,21 +401,30 @@ class Searcher:
                 "metadata": json.loads(r["metadata_json"] or "{}"),
                 "chunk_id": r["chunk_id"],
                 "doc_id": r["doc_id"],
+                "chunk_table": snap.chunk_table,
+                "table_version": snap.chunk_version,
+                "parent_version": snap.parent_version,
             }
             for i, (r, score) in enumerate(ranked)
         ]
 
 
 def rrf(
-    lists: Sequence[Sequence[tuple[dict[str, Any], float]]], rrf_k: int = 60
+    lists: Sequence[Sequence[tuple[dict[str, Any], float]]],
+    rrf_k: int = 60,
+    weights: Sequence[float] | None = None,
 ) -> list[tuple[dict[str, Any], float]]:
-    """Reciprocal rank fusion: each list contributes 1 / (rrf_k + rank) per chunk."""
+    """Weighted reciprocal rank fusion: list i contributes weights[i] / (rrf_k + rank)
+    per chunk (every weight 1 when none are given)."""
     scores: dict[str, float] = {}
     rows: dict[str, dict[str, Any]] = {}
-    for ranked in lists:
+    for i, ranked in enumerate(lists):
+        weight = 1.0 if weights is None else float(weights[i])
+        if weight <= 0:
+            continue
         for rank, (row, _score) in enumerate(ranked, start=1):
             cid = row["chunk_id"]
-            scores[cid] = scores.get(cid, 0.0) + 1.0 / (rrf_k + rank)
+            scores[cid] = scores.get(cid, 0.0) + weight / (rrf_k + rank)
             rows.setdefault(cid, row)
     order = sorted(scores, key=lambda c: (-scores[c], c))
     return [(rows[c], scores[c]) for c in order]

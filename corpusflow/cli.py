@@ -261,6 +261,7 @@ def reindex(
         ),
     ] = 0.02,
     mode: ModeOpt = "hybrid",
+    json_out: Annotated[bool, typer.Option("--json", help="Print the run report as JSON.")] = False,
 ) -> None:
     """Rebuild the index for MODEL beside the live table (from the parse cache, resumable),
     validate it and switch readers to it atomically. The old table stays for rollback.
@@ -285,12 +286,15 @@ def reindex(
                 eval_mode=mode,
             ),
         )
-    _print_report(report)
-    if report.get("gate"):
+    if json_out:
+        typer.echo(json.dumps(report, indent=2, default=str))
+    else:
+        _print_report(report)
+    if report.get("gate") and not json_out:
         typer.echo(f"quality gate: {report['gate']}")
-    if report["activated"]:
+    if report["activated"] and not json_out:
         typer.echo(f"active table is now {report['chunk_table']}")
-    elif eval_file:
+    elif eval_file and not report["activated"]:
         typer.secho("the new table was not activated: it retrieves worse", fg=typer.colors.YELLOW)
         raise typer.Exit(1)
 

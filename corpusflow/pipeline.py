@@ -56,7 +56,7 @@ class Fingerprints:
         max_tokens = chunk_max_tokens(settings, spec)
         # Chunks depend on the tokenizer, not the weights: an upgrade that keeps the
         # tokenizer (a fine-tuned model) can reuse the active table's chunks.
-        identity = tokenizer_fingerprint(spec.path)
+        identity = tokenizer_fingerprint(spec.tokenizer_path or spec.path)
         if settings.chunk.contextual == "llm":
             from chunking.llm_context import TEMPLATE_VERSION
 

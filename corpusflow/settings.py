@@ -185,7 +185,7 @@ class EmbedSettings(_Section):
     model: str | None = Field(
         None,
         description=(
-            "Preset name (minilm, bge-m3), a Hugging Face model id, or a local directory. "
+            "Preset name (use-m3, minilm, bge-m3), a Hugging Face model id, or a local directory. "
             "Unset: the active table's model, or minilm for a new collection."
         ),
     )
@@ -375,6 +375,23 @@ class CheckSettings(_Section):
     k: int = Field(5, ge=1, description="Cut-off of the reported hit rate (HitRate@k).")
 
 
+class SearchSettings(_Section):
+    rrf_k: int = Field(60, ge=1, description="Rank constant of the hybrid fusion.")
+    dense_weight: float = Field(1.0, ge=0, description="Weight of the dense leg in hybrid search.")
+    keyword_weight: float = Field(
+        1.0,
+        ge=0,
+        description="Weight of the keyword (or sparse) leg in hybrid search, for a query "
+        "without Chinese, Japanese or Korean characters.",
+    )
+    keyword_weight_cjk: float = Field(
+        1.0,
+        ge=0,
+        description="Weight of the keyword (or sparse) leg for a query with Chinese, "
+        "Japanese or Korean characters (the ICU keyword index segments them into words).",
+    )
+
+
 class Settings(BaseSettings):
     """All corpusflow configuration. See docs/configuration.md."""
 
@@ -393,6 +410,7 @@ class Settings(BaseSettings):
     storage: StorageSettings = Field(default_factory=StorageSettings)
     run: RunSettings = Field(default_factory=RunSettings)
     check: CheckSettings = Field(default_factory=CheckSettings)
+    search: SearchSettings = Field(default_factory=SearchSettings)
 
     @classmethod
     def settings_customise_sources(

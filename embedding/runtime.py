@@ -35,7 +35,7 @@ _load_lock = threading.Lock()
 _load_seconds = 0.0
 
 
-def _add_load_time(seconds: float) -> None:
+def record_load_time(seconds: float) -> None:
     global _load_seconds
     with _load_lock:
         _load_seconds += seconds
@@ -67,7 +67,7 @@ class LazyModel:
                     start = time.perf_counter()
                     try:
                         self._model = self._loader(self.spec, self.device)
-                        _add_load_time(time.perf_counter() - start)
+                        record_load_time(time.perf_counter() - start)
                     except ModelLoadError:
                         raise
                     except Exception as exc:

@@ -37,32 +37,43 @@ class ChunkTables:
         chunk_rows: list[dict[str, Any]],
         parent_rows: list[dict[str, Any]],
     ) -> int:
-        """Replace the chunks (and parents) of ``doc_ids`` in one commit per table.
+        """Replace the chunks (and parents) of ``doc_ids``.
 
-        Rows of these documents that are not in the new set are deleted in the
-        same merge_insert commit, so a reader sees either the old or the new
-        chunks of a document, never none or both. Returns the chunk table version.
+        The chunks change in one merge_insert commit that also deletes the rows of
+        these documents not in the new set, so a reader sees either the old or the new
+        chunks of a document, never none or both. Parents are written around it: the
+        new ones are added before (their ids hash their text, so old and new live side
+        by side) and the old ones deleted only after, so whichever chunk version a
+        reader holds, its parents are in any parent version it reads after it
+        (corpusflow.api snapshots). Returns the chunk table version.
         """
         schema = chunk_schema(dim)
         parents = self.tables.open_or_create(self.parent_name(suffix), PARENT_SCHEMA)
         chunks = self.tables.open_or_create(self.name(suffix), schema)
         add_missing_columns(chunks, schema)
         scope = sql_in("doc_id", doc_ids)
-        for table, rows, table_schema, key in (
-            (parents, parent_rows, PARENT_SCHEMA, "parent_id"),
-            (chunks, chunk_rows, schema, "chunk_id"),
-        ):
-            if rows:
-                data = pa.Table.from_pylist(rows, schema=table_schema)
-                (
-                    table.merge_insert(key)
-                    .when_matched_update_all()
-                    .when_not_matched_insert_all()
-                    .when_not_matched_by_source_delete(scope)
-                    .execute(data)
-                )
-            elif doc_ids:
-                table.delete(scope)
+        if parent_rows:
+            (
+                parents.merge_insert("parent_id")
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+                .execute(pa.Table.from_pylist(parent_rows, schema=PARENT_SCHEMA))
+            )
+        if chunk_rows:
+            (
+                chunks.merge_insert("chunk_id")
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+                .when_not_matched_by_source_delete(scope)
+                .execute(pa.Table.from_pylist(chunk_rows, schema=schema))
+            )
+        elif doc_ids:
+            chunks.delete(scope)
+        if doc_ids:
+            keep = sorted({str(r["parent_id"]) for r in parent_rows})
+            stale = f"({scope}) AND NOT ({sql_in('parent_id', keep)})" if keep else scope
+            if parents.count_rows(stale):
+                parents.delete(stale)
         return int(chunks.version)
 
     def delete(self, suffix: str, doc_ids: Sequence[str]) -> None:

@@ -210,9 +210,9 @@ def _read(settings: Settings) -> tuple[int, str]:
     """(version the reader's chunk table is at, text of its top hit for the hotel question)."""
     from corpusflow.api import Searcher
 
-    searcher = Searcher.for_active(settings)
-    hits = searcher.search(QUESTIONS[0]["question"], k=1, mode="hybrid")
-    return int(searcher.table.version), hits[0]["text"] if hits else ""
+    hits = Searcher.for_active(settings).search(QUESTIONS[0]["question"], k=1, mode="hybrid")
+    assert hits, "the hotel question finds nothing"
+    return int(hits[0]["table_version"]), hits[0]["text"]
 
 
 def test_readers_never_see_an_unchecked_refresh(folder: Path, tmp_path: Path) -> None:
