@@ -451,3 +451,35 @@ def test_no_decoder_fails_unsupported_and_the_next_run_goes_on(tmp_path: Path) -
         capture_output=True, text=True, env=env, timeout=600, check=True,
     )  # fmt: skip
     assert json.loads(info.stdout)["documents"] == {"indexed": 1, "failed": 2}
+
+
+def _directory_without_descriptors(path: Path, members: dict[str, bytes]) -> None:
+    """A data-descriptor ZIP whose central directory was written as if the descriptors
+    were not there (offsets short by 16 bytes per descriptor before them, no bit 3), as
+    some Java writers did (Apache Tika's testZip_with_DataDescriptor.zip is one)."""
+    _data_descriptor_zip(path, members)
+    blob = bytearray(path.read_bytes())
+    eocd = blob.rfind(b"PK\x05\x06")
+    (cd_offset,) = struct.unpack("<L", blob[eocd + 16 : eocd + 20])
+    at = cd_offset
+    for n in range(len(members)):
+        flags, offset = struct.unpack("<H", blob[at + 8 : at + 10])[0], blob[at + 42 : at + 46]
+        struct.pack_into("<H", blob, at + 8, flags & ~0x08)
+        struct.pack_into("<L", blob, at + 42, struct.unpack("<L", offset)[0] - 16 * n)
+        name_len, extra_len, comment_len = struct.unpack("<3H", blob[at + 28 : at + 34])
+        at += 46 + name_len + extra_len + comment_len
+    struct.pack_into("<L", blob, eocd + 16, cd_offset - 16 * len(members))
+    path.write_bytes(bytes(blob))
+
+
+def test_members_found_where_the_directory_misplaces_them(tmp_path: Path) -> None:
+    bodies = {f"en{i}.md": f"# Entry {i}\n\nbody {i}\n".encode() for i in range(4)}
+    _directory_without_descriptors(tmp_path / "dd.zip", bodies)
+    with zipfile.ZipFile(tmp_path / "dd.zip") as zf, pytest.raises(zipfile.BadZipFile):
+        zf.read("en1.md")  # zipfile alone: "Bad magic number for file header"
+    src = LocalSource(tmp_path, SourceSettings())
+    files = list(src.list())
+    assert [f.rel_path for f in files] == [f"dd.zip/{n}" for n in bodies]
+    for f in files:
+        with src.fetch(f) as path:
+            assert Path(path).read_bytes() == bodies[f.rel_path.split("/")[-1]]
