@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -86,6 +86,18 @@ class SourceSettings(_Section):
             "endpoint_url, region. Credentials come from the provider's own environment."
         ),
     )
+
+    @field_validator("archive_name_encoding")
+    @classmethod
+    def _known_codec(cls, value: str) -> str:
+        import codecs
+
+        if value != "auto":
+            try:
+                codecs.lookup(value)
+            except LookupError as exc:
+                raise ValueError(f"{exc} (use auto, or a codec name such as gbk)") from exc
+        return value
 
 
 class ParseSettings(_Section):

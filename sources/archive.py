@@ -177,6 +177,9 @@ def list_archive(path: Path, settings: SourceSettings) -> ArchiveListing:
         problem = (Category.CORRUPT.value, f"ZIP archive cannot be listed: {exc}")
     if problem is not None:
         return ArchiveListing(refusal=problem)
+    # A name written twice (an archive appended to) is one document: the last copy, as
+    # zipfile reads it.
+    listing.members = list({m.path: m for m in listing.members}.values())
     return listing
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from corpusflow.errors import DocumentError
 from corpusflow.settings import EmbedSettings, Settings, SourceSettings, load_settings
@@ -264,6 +265,10 @@ def _corpus(root: Path) -> Path:
     _data_descriptor_zip(
         corpus / "streamed.zip", {"log.md": b"# Log\n\nWritten to a pipe, sizes after data.\n"}
     )
+    _directory_without_descriptors(
+        corpus / "misplaced.zip",
+        {"a.md": b"# A\n\nfirst entry\n", "b.md": b"# B\n\nsecond entry\n"},
+    )
     _spanned_pair(corpus)
     (corpus / "plain.md").write_text("# Plain\n\nA file beside the archives.\n")
     return corpus
@@ -286,6 +291,8 @@ def test_gbk_and_shift_jis_member_names_are_decoded(tmp_path: Path) -> None:
     ]
     forced = SourceSettings(archive_name_encoding="gbk")
     assert [f.rel_path for f in LocalSource(tmp_path, forced).list()][1] != "b.zip/文章1.txt"
+    with pytest.raises(ValidationError, match="unknown encoding"):
+        SourceSettings(archive_name_encoding="no-such-codec")
 
 
 def test_members_in_methods_zipfile_cannot_read(
@@ -368,8 +375,8 @@ def test_nested_archives_share_the_bomb_budget(tmp_path: Path) -> None:
 
 @flow
 def test_archives_index_and_second_run_is_unchanged(tmp_path: Path) -> None:
-    """Legacy methods, GBK and Shift-JIS names, a nested ZIP, data descriptors and a
-    spanned set: every member indexed or failed by name, and the second run of the same
+    """Legacy methods, GBK and Shift-JIS names, a nested ZIP, data descriptors (also left
+    out of the directory's offsets) and a spanned set: every member indexed or failed by name, and the second run of the same
     folder finds all of it unchanged."""
     if archive.decoder() is None:
         pytest.skip("neither 7-Zip nor unzip here (scripts/system_deps.sh installs 7-Zip)")
@@ -386,6 +393,8 @@ def test_archives_index_and_second_run_is_unchanged(tmp_path: Path) -> None:
         "outer.zip/inner.zip/yaw/bearing.md",
         "outer.zip/top.md",
         "streamed.zip/log.md",
+        "misplaced.zip/a.md",
+        "misplaced.zip/b.md",
         "plain.md",
     }, ledger
     failed = {p: (r["error_category"], r["error_message"]) for p, r in ledger.items()
@@ -483,3 +492,15 @@ def test_members_found_where_the_directory_misplaces_them(tmp_path: Path) -> Non
     for f in files:
         with src.fetch(f) as path:
             assert Path(path).read_bytes() == bodies[f.rel_path.split("/")[-1]]
+
+
+def test_a_name_written_twice_is_one_document(tmp_path: Path) -> None:
+    with zipfile.ZipFile(tmp_path / "twice.zip", "w") as zf:
+        zf.writestr("a.md", "# Old\n")
+        with pytest.warns(UserWarning, match="Duplicate name"):
+            zf.writestr("a.md", "# New\n")
+    src = LocalSource(tmp_path, SourceSettings())
+    files = list(src.list())
+    assert [f.rel_path for f in files] == ["twice.zip/a.md"]
+    with src.fetch(files[0]) as path:
+        assert Path(path).read_text() == "# New\n"
