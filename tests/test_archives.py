@@ -3,6 +3,7 @@ deletions inside the archive propagated, bomb guards before anything is inflated
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -504,3 +505,21 @@ def test_a_name_written_twice_is_one_document(tmp_path: Path) -> None:
     assert [f.rel_path for f in files] == ["twice.zip/a.md"]
     with src.fetch(files[0]) as path:
         assert Path(path).read_text() == "# New\n"
+
+
+def test_odd_file_names_and_symlink_loops_do_not_stop_the_listing(tmp_path: Path) -> None:
+    root = tmp_path / "src"
+    root.mkdir()
+    (root / "ok.md").write_text("# Ok\n")
+    latin1 = os.path.join(os.fsencode(root), b"caf\xe9.md")  # not UTF-8: a Latin-1 name
+    with open(latin1, "wb") as fh:
+        fh.write(b"# Cafe\n")
+    (root / "loop").symlink_to(root / "loop")  # resolves to itself
+    src = LocalSource(root, SourceSettings(follow_symlinks=True))
+    files = {f.rel_path: f for f in src.list()}
+    assert set(files) == {"caf\\xe9.md", "ok.md"}
+    odd = files["caf\\xe9.md"]
+    assert len(odd.doc_id) == 32  # its identity can be hashed and stored
+    with src.fetch(odd) as path:
+        assert Path(path).read_bytes() == b"# Cafe\n"
+    assert src.content_hash(odd) == hashlib.sha256(b"# Cafe\n").hexdigest()
