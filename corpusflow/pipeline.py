@@ -29,6 +29,7 @@ from embedding.runtime import load_seconds
 from parsers import ParsedDocument, ParserFingerprints, parser_fingerprints
 from parsers.models import ParseWarning
 from sources import Source, open_source
+from sources.archive import decoder as archive_decoder
 from storage import Store
 from storage.records import DocStatus, LedgerRow
 from storage.schema import embed_key
@@ -95,6 +96,9 @@ def failure_judge(settings: Settings, parsers: ParserFingerprints, chunker: str)
             for k, v in settings.source.model_dump(mode="json").items()
             if k in ("max_file_size_mb", "expand_archives") or k.startswith("archive_")
         },
+        # Archive members in methods zipfile cannot read fail `unsupported` without 7-Zip
+        # or unzip: installing one tries them again.
+        "archive_decoder": archive_decoder(),
     }
     blob = json.dumps(
         {"parsers": sorted(parsers.by_format.items()), "chunker": chunker, "limits": limits},

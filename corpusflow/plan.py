@@ -30,7 +30,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from corpusflow.errors import TERMINAL_CATEGORIES, Category, ConfigurationError
+from corpusflow.errors import (
+    TERMINAL_CATEGORIES,
+    Category,
+    ConfigurationError,
+    DocumentError,
+    is_storage_full,
+)
 from corpusflow.settings import Settings
 from sources import Source, SourceFile
 from storage import Store
@@ -280,7 +286,17 @@ def _decide(
     else:
         try:
             sha = source.content_hash(f)
-        except OSError:
+        except DocumentError as exc:
+            # Its bytes cannot be read (an archive member in a method nothing here
+            # decodes, an encrypted member): the same failure on an unchanged change
+            # hint is unchanged; anything else is worked on, and fails there alone.
+            if stuck and same_stat and exc.category == row["error_category"]:
+                plan.unchanged += 1
+                return
+            sha = ""
+        except Exception as exc:  # one file never stops the plan
+            if is_storage_full(exc):
+                raise
             sha = ""
     if failed:
         if stuck and row["content_sha256"] and sha == row["content_sha256"]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -63,6 +63,22 @@ class SourceSettings(_Section):
     archive_max_ratio: float = Field(
         200.0, description="An archive with a member compressed beyond this ratio is not expanded."
     )
+    archive_max_depth: int = Field(
+        3,
+        ge=0,
+        description=(
+            "ZIPs inside ZIPs are expanded as nested folders down to this depth (0: nested "
+            "archives are not expanded); the other archive limits count over all levels."
+        ),
+    )
+    archive_name_encoding: str = Field(
+        "auto",
+        description=(
+            "Encoding of ZIP member names stored without the UTF-8 flag: auto (decided from "
+            "the names' bytes: UTF-8, GBK, Shift-JIS, Big5, EUC-KR or cp437) or a Python "
+            "codec name such as gbk or cp932."
+        ),
+    )
     storage_options: dict[str, str] = Field(
         default_factory=dict,
         description=(
@@ -70,6 +86,18 @@ class SourceSettings(_Section):
             "endpoint_url, region. Credentials come from the provider's own environment."
         ),
     )
+
+    @field_validator("archive_name_encoding")
+    @classmethod
+    def _known_codec(cls, value: str) -> str:
+        import codecs
+
+        if value != "auto":
+            try:
+                codecs.lookup(value)
+            except LookupError as exc:
+                raise ValueError(f"{exc} (use auto, or a codec name such as gbk)") from exc
+        return value
 
 
 class ParseSettings(_Section):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import re
-import zipfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -17,13 +17,16 @@ from typing import Any
 from corpusflow.errors import Category, ConfigurationError, DocumentError
 from corpusflow.settings import SourceSettings
 from sources.archive import (
+    ArchiveMember,
     extracted,
     is_archive,
-    list_members,
-    member_hint,
+    is_volume,
+    list_archive,
     member_sha256,
-    safe_member_name,
+    volume_refusal,
 )
+
+log = logging.getLogger(__name__)
 
 # Editor/OS droppings that are never documents.
 _SKIP_NAMES = re.compile(
@@ -48,8 +51,13 @@ class SourceFile:
     # Object stores only: the entity tag(s) of the object (and its sidecar). With the
     # size it is the change hint; local files have none and use size + mtime.
     etag: str | None = None
-    # A member of the ZIP archive at ``location`` (sources.archive): its name inside it.
+    # A member of the ZIP archive at ``location`` (sources.archive): its name inside it
+    # (for a member of a nested archive, the names from the outermost inward joined by
+    # sources.archive.CHAIN_SEP).
     member: str | None = None
+    # Why this file fails without being parsed, as (category, message): an archive (or a
+    # nested archive) that cannot be expanded, a volume of a spanned archive.
+    refusal: tuple[str, str] | None = None
 
     @property
     def doc_id(self) -> str:
@@ -166,12 +174,16 @@ class LocalSource:
             if skipped_name(name) or name.endswith(SIDECAR_SUFFIXES):
                 continue
             path = Path(entry.path)
-            if entry.is_symlink():
-                if not self.settings.follow_symlinks:
-                    continue
-                target = path.resolve()
-                if not target.is_relative_to(self.root):
-                    continue  # never leave the source root
+            try:
+                if entry.is_symlink():
+                    if not self.settings.follow_symlinks:
+                        continue
+                    target = path.resolve()
+                    if not target.is_relative_to(self.root):
+                        continue  # never leave the source root
+            except (OSError, RuntimeError) as exc:  # a symlink loop
+                log.warning("not listed: %s (%s)", path, exc)
+                continue
             try:
                 if entry.is_dir(follow_symlinks=self.settings.follow_symlinks):
                     yield from self._walk(path)
@@ -181,7 +193,7 @@ class LocalSource:
                 st = entry.stat(follow_symlinks=self.settings.follow_symlinks)
             except OSError:
                 continue
-            rel = path.relative_to(self.root).as_posix()
+            rel = _printable(path.relative_to(self.root).as_posix())
             if not self._wanted(rel):
                 continue
             size, mtime, sidecar = st.st_size, st.st_mtime, None
@@ -197,12 +209,16 @@ class LocalSource:
                     str(side),
                 )
                 break
+            refusal = None
             if self.settings.expand_archives and is_archive(name):
-                members = list_members(path, self.settings)
-                if members is not None:
-                    yield from self._members(path, rel, st.st_mtime, sidecar, members)
+                listing = list_archive(path, self.settings)
+                if listing.refusal is None:
+                    yield from self._members(path, rel, st.st_mtime, sidecar, listing.members)
                     continue
-            yield SourceFile(rel, size, mtime, str(path), sidecar)
+                refusal = listing.refusal
+            elif self.settings.expand_archives and is_volume(name):
+                refusal = volume_refusal(name)
+            yield SourceFile(rel, size, mtime, str(path), sidecar, refusal=refusal)
 
     def _members(
         self,
@@ -210,33 +226,36 @@ class LocalSource:
         rel: str,
         mtime: float,
         sidecar: str | None,
-        members: Sequence[zipfile.ZipInfo],
+        members: Sequence[ArchiveMember],
     ) -> Iterator[SourceFile]:
         side_size, side_mtime = 0, None
         if sidecar is not None:
             with contextlib.suppress(OSError):
                 side_st = Path(sidecar).stat()
                 side_size, side_mtime = side_st.st_size, side_st.st_mtime
-        for info in sorted(members, key=lambda i: i.filename):
-            name = safe_member_name(info.filename)
-            if name is None or skipped_name(PurePosixPath(name).name):
+        side = "" if side_mtime is None else f":{side_mtime!r}"
+        for m in members:
+            if skipped_name(PurePosixPath(m.path).name):
                 continue
-            member_rel = f"{rel}/{name}"
+            member_rel = f"{rel}/{m.path}"
             if not self._wanted(member_rel):
                 continue
             yield SourceFile(
                 member_rel,
-                info.file_size + side_size,
+                m.size + side_size,
                 max(mtime, side_mtime or 0.0),
                 str(path),
                 sidecar,
-                etag=member_hint(info, side_mtime),
-                member=info.filename,
+                etag=f"zip-crc32:{m.hint}{side}",
+                member=m.key,
+                refusal=m.refusal,
             )
 
     @contextlib.contextmanager
     def fetch(self, f: SourceFile) -> Iterator[str]:
         """A local path holding the document's bytes for as long as the block runs."""
+        if f.refusal is not None:
+            raise DocumentError(*f.refusal)
         if f.member is not None:
             with extracted(f.location, f.member) as path:
                 yield path
@@ -261,6 +280,17 @@ class LocalSource:
         except OSError as exc:
             raise DocumentError(Category.CORRUPT, f"unreadable metadata sidecar: {exc}") from exc
         return parse_sidecar(raw, f.sidecar)
+
+
+def _printable(rel: str) -> str:
+    """A path whose name bytes are not UTF-8 (Python keeps them as surrogates, which
+    no ledger can store) with those bytes written as ``\\xNN``: a stable identity that
+    can be stored and shown; the file is still opened by its real name."""
+    try:
+        rel.encode()
+    except UnicodeEncodeError:
+        return os.fsencode(rel).decode("utf-8", "backslashreplace")
+    return rel
 
 
 def _sha256_file(location: str) -> str:
