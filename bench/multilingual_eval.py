@@ -105,7 +105,7 @@ def _last_embedding_run(db: Path, collection: str, chunk_table: str) -> dict[str
     from storage.records import RunRecord
 
     store = Store(str(db), collection)
-    runs = [RunRecord.from_row(r) for r in store.tables.rows(store.tables.name("runs"))]
+    runs = [RunRecord.from_row(r) for r in store.rows(store.name("runs"))]
     done = [
         r.report
         for r in sorted(runs, key=lambda r: str(r.finished_at or ""))
