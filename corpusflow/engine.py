@@ -485,6 +485,7 @@ class RefreshEngine:
                     report.check,
                     self.check_key,
                     pipeline_fingerprint(fps),
+                    plan.touched,
                 )
             report.held_documents += newly
             report.held = len(report.held_documents)

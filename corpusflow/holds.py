@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -159,10 +160,13 @@ def record_holds(
     check_result: dict[str, Any],
     check: str,
     pipeline: str,
+    touched: Sequence[LedgerRow] = (),
 ) -> list[dict[str, Any]]:
     """After an undo (the ledger is back at its pre-run version): mark the run's
     committed documents (file, hash of the bytes committed) and deletions held, in one
-    ledger commit. Returns their ``Hold.row``s."""
+    ledger commit, with the ``touched`` rows the run wrote before its check (unchanged
+    documents: refreshed stats, lifted holds), which the undo reverted. Returns the
+    ``Hold.row``s."""
     worse = worse_questions(check_result.get("changed", []))
     common = {
         "run_id": run_id,
@@ -219,5 +223,7 @@ def record_holds(
         row.status, row.hold_json = DocStatus.HELD, hold.to_json()
         rows.append(row)
         out.append(hold.row(row.path))
+    held = {r.doc_id for r in rows}
+    rows.extend(r for r in touched if r.doc_id not in held)
     store.ledger.upsert(suffix, rows)
     return out

@@ -219,11 +219,10 @@ class _Holds:
         # Lifted: other bytes (or the file is back), another question set, check or
         # pipeline. The document is decided afresh; if it turns out unchanged, its row
         # becomes indexed again (its chunks are those of its indexed bytes).
-        touched[f.doc_id] = {"status": DocStatus.INDEXED, "hold_json": None}
         if new:
-            touched.pop(f.doc_id)
             plan.work.append(WorkItem(f, sha, PlanReason.NEW))
             return True
+        touched[f.doc_id] = {"status": DocStatus.INDEXED, "hold_json": None}
         return False
 
     def deletions(self, ledger: pa.Table, index: _LedgerIndex, accept: bool) -> dict[str, Hold]:

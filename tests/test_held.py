@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -143,8 +144,12 @@ def test_an_undone_refresh_is_held_then_skipped_retried_and_accepted(
 
     # Other bytes in a held file: it is tried (and checked) again; the other stays held.
     (folder / "hotels.md").write_text(UNRELATED.replace("Garden", "Orchard"), encoding="utf-8")
+    os.utime(folder / "sensors.md", (1_700_000_000, 1_700_000_000))  # same bytes, new stat
     again = _undone(folder, settings)
-    assert again["changed"] == 1 and again["held"] == 2
+    assert again["changed"] == 1 and again["held"] == 2 and again["unchanged"] == 1
+    # The stat refresh the run wrote before its check outlives the undo.
+    assert _ledger(db)["sensors.md"].mtime == 1_700_000_000
+    assert _ledger(db)["sensors.md"].status == DocStatus.INDEXED
     hold = Hold.from_json(_ledger(db)["hotels.md"].hold_json)
     assert hold is not None and hold.run_id == again["run_id"]
     assert hold.sha256 == _sha(folder / "hotels.md")
