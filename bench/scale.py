@@ -247,6 +247,7 @@ def plan(args: argparse.Namespace) -> dict[str, Any]:
             "model_fingerprint": [fps.model] * n,
             "chunk_count": [3] * n,
             "metadata_json": ["{}"] * n,
+            "hold_json": [None] * n,
             "updated_at": [None] * n,
         }
         data = pa.table(cols, schema=LEDGER_SCHEMA)

@@ -488,6 +488,7 @@ def status(settings: Settings) -> dict[str, Any]:
                     "unchanged",
                     "deleted",
                     "failed",
+                    "held",
                     "chunks_written",
                     "elapsed_s",
                 )
@@ -504,6 +505,14 @@ def status(settings: Settings) -> dict[str, Any]:
         if r.status in (DocStatus.FAILED, DocStatus.QUARANTINED)
     ]
     out["failed_documents"] = sorted(failed, key=lambda r: r["path"])
+    from corpusflow.holds import Hold
+
+    held = []
+    for r in ledger.values():
+        hold = Hold.from_json(r.hold_json) if r.status == DocStatus.HELD else None
+        if hold is not None:
+            held.append({**hold.row(r.path), "message": hold.describe()})
+    out["held_documents"] = sorted(held, key=lambda r: r["path"])
     return out
 
 

@@ -86,7 +86,11 @@ def _run_flow(source: str, settings: Any, start: Any) -> dict[str, Any]:
 
 
 def _refresh(
-    source: str, settings: Any, force_delete: bool = False, only_failed: bool = False
+    source: str,
+    settings: Any,
+    force_delete: bool = False,
+    only_failed: bool = False,
+    accept: Any = None,
 ) -> dict[str, Any]:
     """Plan in this process. A refresh with nothing to parse records its run without an
     orchestrator; one with a few documents and no Prefect server runs them here too
@@ -94,8 +98,8 @@ def _refresh(
     when no server is configured) takes over the planned run and its lease."""
     from corpusflow.engine import InProcessExecutor, RefreshEngine
 
-    kind = "retry-failed" if only_failed else "refresh"
-    engine = RefreshEngine(source, settings, force_delete, only_failed, kind=kind)
+    kind = "retry-failed" if only_failed else "accept-held" if accept is not None else "refresh"
+    engine = RefreshEngine(source, settings, force_delete, only_failed, kind=kind, accept=accept)
     engine.prestart_parsers()
     engine.prepare()
     if not engine.has_work:
@@ -180,6 +184,17 @@ def _print_report(report: dict[str, Any]) -> None:
         console.print(
             f"[yellow]{report['forgotten']} forgotten document(s) are still in the source and "
             "stay excluded (`corpusflow forget --undo PATH` re-admits one)[/]"
+        )
+    if report.get("held"):
+        console.print(
+            f"[yellow]{report['held']} document(s) held by the retrieval check: not indexed in "
+            "their current state until their bytes, the question set or the pipeline change "
+            "(`corpusflow status` lists them; `corpusflow accept-held SOURCE [PATH ...]` "
+            "indexes them anyway)[/]"
+        )
+    if report.get("accepted"):
+        console.print(
+            f"{report['accepted']} held document(s) accepted: indexed without the retrieval check"
         )
     if report["retried"] or report["rechunked"]:
         console.print(
@@ -494,6 +509,37 @@ def retry_failed(
     _print_report(report)
 
 
+@app.command("accept-held")
+def accept_held(
+    source: Annotated[
+        str, typer.Argument(help="The collection's source: a directory or s3://bucket/prefix.")
+    ],
+    paths: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Held documents to accept (source-relative paths as `status` lists them); "
+            "none: every held document."
+        ),
+    ] = None,
+    db: DbOpt = None,
+    config: ConfigOpt = None,
+    collection: CollectionOpt = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the run report as JSON.")] = False,
+) -> None:
+    """Index documents held by the retrieval check anyway: their current bytes (or their
+    deletion) are committed with the check skipped for this run."""
+    settings = _settings(config, db, None, collection)
+    configure_environment()
+    from corpusflow.holds import Accept
+
+    accept = Accept(frozenset(paths or ()))
+    report = _run_flow(source, settings, lambda: _refresh(source, settings, accept=accept))
+    if json_out:
+        typer.echo(json.dumps(report, indent=2, default=str))
+    else:
+        _print_report(report)
+
+
 @app.command()
 def parse(
     file: Annotated[Path, typer.Argument(help="The file to parse.")],
@@ -785,6 +831,8 @@ def verify(
             typer.echo(f"pending    {line}")
         for line in report.forgotten:
             typer.echo(f"forgotten  {line}")
+        for line in report.held:
+            typer.echo(f"held       {line}")
         if report.erasure is not None:
             e = report.erasure
             scanned = (
@@ -845,10 +893,21 @@ def status(
         typer.echo(
             f"last run    {run['run_id']} {run['kind']} {run['status']} at {run['finished_at']}: "
             f"new {run['new']}, changed {run['changed']}, unchanged {run['unchanged']}, "
-            f"deleted {run['deleted']}, failed {run['failed']}, chunks {run['chunks_written']}"
+            f"deleted {run['deleted']}, failed {run['failed']}, held {run.get('held') or 0}, "
+            f"chunks {run['chunks_written']}"
         )
     for f in info["failed_documents"]:
         typer.echo(f"{f['status']:11s} {f['path']}: [{f['category']}] {f['message']}")
+    for h in info["held_documents"]:
+        typer.echo(f"{'held':11s} {h['path']}: {h['message']}")
+        for q in h["questions"]:
+            after = q["after"] if q["after"] is not None else "-"
+            typer.echo(f"{'':14s}worse: {q['question']} (rank {q['before']} -> {after})")
+    if info["held_documents"]:
+        typer.echo(
+            "held documents are skipped until their bytes, the question set or the pipeline "
+            "change; `corpusflow accept-held SOURCE [PATH ...]` indexes them anyway"
+        )
 
 
 @app.command()

@@ -43,6 +43,7 @@ from corpusflow.errors import (
     is_transient,
 )
 from corpusflow.evaluate import RetrievalCheck
+from corpusflow.holds import Accept, check_fingerprint, pipeline_fingerprint, record_holds
 from corpusflow.pipeline import (
     BatchWritten,
     Fingerprints,
@@ -274,6 +275,7 @@ class RefreshEngine:
         activate: bool = False,
         kind: str = "refresh",
         gate: Gate | None = None,
+        accept: Accept | None = None,
     ) -> None:
         self.source_uri = source
         self.settings = settings
@@ -282,10 +284,14 @@ class RefreshEngine:
         self.activate = activate
         self.kind = kind
         self.gate = gate
+        # ``corpusflow accept-held``: only held documents, indexed without the check.
+        self.accept = accept
         self.timer = StageTimer()
         self.stack = ExitStack()
         self.plan: Plan | None = None
         self.failures: list[tuple[WorkItem, DocumentError]] = []
+        # (file, hash of the bytes committed) of every document committed: held if undone.
+        self.committed: list[tuple[Any, str]] = []
         self.commits = 0
         self.log: Callable[[str], None] = lambda message: None
         # The retrieval check (``check.*``): the question set, its result on the table
@@ -392,9 +398,37 @@ class RefreshEngine:
             )
         progress = self.stack.enter_context(Progress(settings.run.progress))
         self.job = Job(src, settings, store, spec, fps, progress, self.pool)
+        self.check_key = check_fingerprint(self.check)
         with self.timer.time("plan"):
-            plan = plan_changes(src, store, settings, fps, self.force_delete, self.only_failed)
+            plan = plan_changes(
+                src,
+                store,
+                settings,
+                fps,
+                self.force_delete,
+                self.only_failed,
+                check=self.check_key,
+                accept=self.accept,
+            )
         self.plan = plan
+        if self.accept is not None:
+            found = {w.file.rel_path for w in plan.work} | {r.path for r in plan.deleted}
+            missing = sorted(self.accept.paths - found)
+            if missing:
+                raise ConfigurationError(
+                    f"not held (see `corpusflow status`): {', '.join(missing[:10])}"
+                    + (" ..." if len(missing) > 10 else "")
+                )
+            report.accepted = len(found)
+        report.held_documents = [hold.row(path) for path, hold in plan.held]
+        report.held = len(plan.held)
+        if plan.held:
+            shown = ", ".join(path for path, _ in plan.held[:5])
+            self.log(
+                f"{len(plan.held)} document(s) held by the retrieval check, skipped: {shown}"
+                + (" ..." if len(plan.held) > 5 else "")
+                + " (`corpusflow accept-held` indexes them anyway)"
+            )
         report.new = plan.count(PlanReason.NEW)
         report.changed = plan.count(PlanReason.CHANGED)
         report.retried = plan.count(PlanReason.RETRY)
@@ -440,6 +474,25 @@ class RefreshEngine:
                 store.caches.tidy()
             store.drop(store.name("staging", spec.table_suffix))  # pre-cache checkpoint
         undone = bool(report.check.get("undone"))
+        if undone:
+            with timer.time("ledger"):
+                newly = record_holds(
+                    store,
+                    spec.table_suffix,
+                    report.run_id,
+                    self.committed,
+                    plan.deleted,
+                    report.check,
+                    self.check_key,
+                    pipeline_fingerprint(fps),
+                    plan.touched,
+                )
+            report.held_documents += newly
+            report.held = len(report.held_documents)
+            report.check["summary"] += (
+                f"; {len(newly)} document(s) held until their bytes, the question set or the "
+                "pipeline change (`corpusflow accept-held` indexes them anyway)"
+            )
         report.elapsed_s = time.time() - self.started
         report.stage_s = {k: round(v, 3) for k, v in timer.totals.items()}
         store.runs.record(
@@ -542,6 +595,7 @@ class RefreshEngine:
         result = executor.write(label, batch)
         self.timer.add("embed_write", time.perf_counter() - start)
         if not isinstance(result, BaseException):
+            self.committed.extend((p.item.file, p.item.sha256) for p in batch)
             self.report.chunks_written += result.chunks
             self.report.embedded += result.embedded
             self.report.embed_cache_hits += result.cache_hits
@@ -619,6 +673,12 @@ class RefreshEngine:
         possible) and run the question set on the table as it is."""
         check, report, plan = self.check, self.report, self.plan
         if check is None or plan is None:
+            return
+        if self.accept is not None:
+            report.check = {
+                "summary": "retrieval check: skipped, accepting "
+                f"{len(plan.work) + len(plan.deleted)} held document(s)"
+            }
             return
         store, spec = self.job.store, self.job.spec
         active = store.pointer.active()

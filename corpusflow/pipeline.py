@@ -533,7 +533,10 @@ def record_deletions(deleted: Sequence[LedgerRow], store: Store, suffix: str) ->
     store.chunks.delete(suffix, [r.doc_id for r in deleted])
     store.ledger.upsert(
         suffix,
-        [replace(r, status=DocStatus.DELETED, content_sha256=None, chunk_count=0) for r in deleted],
+        [
+            replace(r, status=DocStatus.DELETED, content_sha256=None, chunk_count=0, hold_json=None)
+            for r in deleted
+        ],
     )
 
 
@@ -548,6 +551,9 @@ class RunReport:
     unchanged: int = 0
     deleted: int = 0
     forgotten: int = 0  # erased documents still in the source, skipped (``corpusflow forget``)
+    # Held by the retrieval check (corpusflow.holds): skipped, or held by this undone run.
+    held: int = 0
+    accepted: int = 0  # held documents indexed anyway (``corpusflow accept-held``)
     failed: int = 0
     partial: int = 0  # indexed with content missing (ledger error_category "partial")
     reused: int = 0  # chunks taken from the active table (same bytes, same chunker)
@@ -568,6 +574,7 @@ class RunReport:
     # The retrieval check (before/after figures, changed questions, whether it undid
     # the run); empty when no question set is configured.
     check: dict[str, Any] = field(default_factory=dict)
+    held_documents: list[dict[str, Any]] = field(default_factory=list)  # Hold.row of each
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

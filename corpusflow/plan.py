@@ -37,6 +37,7 @@ from corpusflow.errors import (
     DocumentError,
     is_storage_full,
 )
+from corpusflow.holds import Accept, Hold, pipeline_fingerprint
 from corpusflow.settings import Settings
 from sources import Source, SourceFile
 from storage import Store
@@ -59,6 +60,7 @@ PLAN_COLUMNS = (
     "parser_fingerprint",
     "chunker_fingerprint",
     "model_fingerprint",
+    "hold_json",
 )
 LISTING_SLICE = 20_000
 
@@ -86,6 +88,8 @@ class Plan:
     listed: int = 0
     # Paths of forgotten documents still in the source: skipped, not re-added.
     forgotten: list[str] = field(default_factory=list)
+    # Documents held by the retrieval check whose hold stands: skipped (corpusflow.holds).
+    held: list[tuple[str, Hold]] = field(default_factory=list)
 
     def count(self, reason: PlanReason) -> int:
         return sum(1 for w in self.work if w.reason == reason)
@@ -98,20 +102,34 @@ def plan_changes(
     fps: Fingerprints,
     force_delete: bool = False,
     only_failed: bool = False,
+    check: str = "",
+    accept: Accept | None = None,
 ) -> Plan:
-    """Compare the source listing with the ledger of ``fps.table_suffix``."""
+    """Compare the source listing with the ledger of ``fps.table_suffix``.
+
+    ``check`` is the retrieval check's fingerprint (corpusflow.holds.check_fingerprint,
+    "" without a check): a held document stays held only under the one that held it.
+    ``accept`` plans only held documents (``corpusflow accept-held``), whatever their
+    hold."""
     ledger = store.ledger.columns(fps.table_suffix, PLAN_COLUMNS)
     index = _LedgerIndex(ledger)
     plan = Plan()
     tombstones = store.ledger.tombstones()
     touched: dict[str, dict[str, Any]] = {}
+    holds = _Holds(check, pipeline_fingerprint(fps), accept)
+    restricted = only_failed or accept is not None
     files = iter(source.list())
     for part in iter(lambda: list(itertools.islice(files, LISTING_SLICE)), []):
         plan.listed += len(part)
-        for f, row in _needing_a_look(part, index, settings, fps, only_failed, plan):
+        for f, row in _needing_a_look(part, index, settings, fps, restricted, plan):
             forgotten = row is not None and row["status"] == DocStatus.FORGOTTEN
             if forgotten or (row is None and f.doc_id in tombstones):
                 plan.forgotten.append(f.rel_path)
+                continue
+            if row is not None and row["status"] == DocStatus.HELD:
+                if only_failed or holds.settle(f, row, source, settings, plan, touched):
+                    continue
+            elif accept is not None:
                 continue
             _decide(f, row, source, settings, fps, only_failed, plan, touched)
     if plan.forgotten:
@@ -125,13 +143,27 @@ def plan_changes(
     if touched:
         full = store.ledger.rows(fps.table_suffix, list(touched))
         plan.touched = [replace(full[d], **stat) for d, stat in touched.items()]
-    if not only_failed and ledger.num_rows:
+    if accept is not None and ledger.num_rows:
+        held_gone = holds.deletions(ledger, index, accept=True)
+        full = store.ledger.rows(fps.table_suffix, list(held_gone))
+        plan.deleted = [r for r in full.values() if accept.covers(r.path)]
+    elif not only_failed and ledger.num_rows:
         gone = pc.and_(pa.array(~index.seen), pc.not_equal(ledger["status"], DocStatus.DELETED))
-        gone_ids = ledger.filter(gone)["doc_id"].to_pylist()
+        # A deletion the retrieval check undid stays held (not deleted, not counted).
+        held_gone = holds.deletions(ledger, index, accept=False)
+        if held_gone:
+            full = store.ledger.rows(fps.table_suffix, list(held_gone))
+            plan.held.extend((full[d].path, hold) for d, hold in held_gone.items())
+        gone_ids = [d for d in ledger.filter(gone)["doc_id"].to_pylist() if d not in held_gone]
         # A forgotten file that vanished only lifts its tombstone: no index rows to lose.
         erased = pc.and_(gone, pc.equal(ledger["status"], DocStatus.FORGOTTEN))
         losing = len(gone_ids) - int(pc.sum(erased).as_py() or 0)
-        indexed = int(pc.sum(pc.equal(ledger["status"], DocStatus.INDEXED)).as_py() or 0)
+        indexed = int(
+            pc.sum(
+                pc.is_in(ledger["status"], pa.array([DocStatus.INDEXED, DocStatus.HELD]))
+            ).as_py()
+            or 0
+        )
         limit = max(1, int(settings.storage.max_delete_fraction * indexed))
         if losing > limit and not force_delete:
             raise DeletionGuardError(
@@ -143,6 +175,75 @@ def plan_changes(
             full = store.ledger.rows(fps.table_suffix, gone_ids)
             plan.deleted = [full[d] for d in gone_ids]
     return plan
+
+
+class _Holds:
+    """The planner's view of held documents (corpusflow.holds): whether a hold stands,
+    and what a document whose hold is lifted becomes."""
+
+    def __init__(self, check: str, pipeline: str, accept: Accept | None) -> None:
+        self.check, self.pipeline, self.accept = check, pipeline, accept
+
+    def settle(
+        self,
+        f: SourceFile,
+        row: dict[str, Any],
+        source: Source,
+        settings: Settings,
+        plan: Plan,
+        touched: dict[str, dict[str, Any]],
+    ) -> bool:
+        """A listed file with a held ledger row: held (skipped), accepted (planned), or
+        its hold is lifted. True when settled here; False leaves it to ``_decide`` as an
+        indexed document (a lifted hold of a document with indexed bytes)."""
+        hold = Hold.from_json(row["hold_json"])
+        sha = ""
+        if hold is not None and hold.sha256:
+            hint = f.hint_matches(hold.size, hold.mtime, hold.etag)
+            if settings.source.hash_shortcut and hint:
+                sha = hold.sha256
+            else:
+                try:
+                    sha = source.content_hash(f)
+                except OSError:
+                    sha = ""
+        new = not row["content_sha256"]
+        if self.accept is not None:
+            if self.accept.covers(f.rel_path):
+                reason = PlanReason.NEW if new else PlanReason.CHANGED
+                plan.work.append(WorkItem(f, sha, reason))
+            return True
+        if (
+            hold is not None
+            and hold.kind != "deletion"
+            and hold.stands(self.check, self.pipeline)
+            and sha
+            and sha == hold.sha256
+        ):
+            plan.held.append((f.rel_path, hold))
+            return True
+        # Lifted: other bytes (or the file is back), another question set, check or
+        # pipeline. The document is decided afresh; if it turns out unchanged, its row
+        # becomes indexed again (its chunks are those of its indexed bytes).
+        if new:
+            plan.work.append(WorkItem(f, sha, PlanReason.NEW))
+            return True
+        touched[f.doc_id] = {"status": DocStatus.INDEXED, "hold_json": None}
+        return False
+
+    def deletions(self, ledger: pa.Table, index: _LedgerIndex, accept: bool) -> dict[str, Hold]:
+        """{doc_id: hold} of held deletions whose files are still gone: those whose hold
+        stands, or (``accept``) every one."""
+        gone = pc.and_(pa.array(~index.seen), pc.equal(ledger["status"], DocStatus.HELD))
+        rows = ledger.filter(gone).select(["doc_id", "hold_json"]).to_pylist()
+        out: dict[str, Hold] = {}
+        for r in rows:
+            hold = Hold.from_json(r["hold_json"])
+            if hold is None or hold.kind != "deletion":
+                continue  # a held change whose file then vanished: deleted as usual
+            if accept or hold.stands(self.check, self.pipeline):
+                out[r["doc_id"]] = hold
+        return out
 
 
 class _LedgerIndex:
@@ -304,14 +405,17 @@ def _decide(
         else:
             plan.work.append(WorkItem(f, sha, PlanReason.RETRY, attempts=row["attempts"] or 0))
     elif not row["content_sha256"] or sha != row["content_sha256"]:
+        touched.pop(f.doc_id, None)  # a lifted hold: processing writes the row
         plan.work.append(WorkItem(f, sha, PlanReason.CHANGED))
     elif (row["parser_fingerprint"], row["chunker_fingerprint"], row["model_fingerprint"]) != (
         fps.parsers.of(row["format"]),
         fps.chunker,
         fps.model,
     ):
+        touched.pop(f.doc_id, None)
         plan.work.append(WorkItem(f, sha, PlanReason.RECHUNK))
     else:
         plan.unchanged += 1
         if (row["size"], row["mtime"], etag) != (f.size, f.mtime, f.etag):
-            touched[f.doc_id] = {"size": f.size, "mtime": f.mtime, "etag": f.etag}
+            stat = {"size": f.size, "mtime": f.mtime, "etag": f.etag}
+            touched.setdefault(f.doc_id, {}).update(stat)

@@ -393,8 +393,10 @@ class CheckSettings(_Section):
         None,
         description=(
             "Allowed drop in HitRate@5 and MRR@10. A refresh worse by more is undone (the chunk, "
-            "parent and ledger tables are restored to their pre-run versions and the run fails); "
-            "a reindex table worse by more is not activated. Unset = report only, never undo."
+            "parent and ledger tables are restored to their pre-run versions and the run fails) "
+            "and its documents are held: skipped by later refreshes until their bytes, the "
+            "question set or these settings change, or `corpusflow accept-held`; a reindex "
+            "table worse by more is not activated. Unset = report only, never undo."
         ),
     )
     mode: Literal["dense", "sparse", "keyword", "hybrid"] = Field(

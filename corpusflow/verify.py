@@ -12,26 +12,32 @@ Used by every reliability test and by operators as ``corpusflow verify``:
 - after ``corpusflow forget`` (storage.erasure): no table holds a row of a forgotten
   document, and no file under the database directory holds a hashed 32-byte window of
   its text (the receipts' window hashes; a local database only). A forgotten file still
-  in the source is reported as excluded, not as a loss.
+  in the source is reported as excluded, not as a loss;
+- a document held by the retrieval check (corpusflow.holds) keeps the chunks of its
+  previous indexed bytes (none when it is new): listed as held, not a loss, while the
+  source holds the bytes that were held (or the indexed ones), or its file stays gone for
+  a held deletion.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from corpusflow.errors import DocumentError
+from corpusflow.holds import Hold
 from corpusflow.settings import Settings
 from sources import SourceFile, doc_id_for, open_source
 from storage import Store
-from storage.records import DocStatus, Pointer
+from storage.records import DocStatus, LedgerRow, Pointer
 from storage.tables import sql_in
 
 if TYPE_CHECKING:
     from parsers import ParserFingerprints
 
-_LIVE = (DocStatus.INDEXED, DocStatus.FAILED, DocStatus.QUARANTINED)
+_LIVE = (DocStatus.INDEXED, DocStatus.FAILED, DocStatus.QUARANTINED, DocStatus.HELD)
 
 
 @dataclass
@@ -45,6 +51,8 @@ class VerifyReport:
     pending: list[str] = field(default_factory=list)
     # Forgotten documents still in the source: excluded by their tombstone, not lost.
     forgotten: list[str] = field(default_factory=list)
+    # Held by the retrieval check: their previous chunks kept, not lost.
+    held: list[str] = field(default_factory=list)
     # The post-erasure check (None: the collection has no erasure receipt).
     erasure: dict[str, Any] | None = None
 
@@ -62,6 +70,7 @@ class VerifyReport:
             "violations": self.violations,
             "pending": self.pending,
             "forgotten": self.forgotten,
+            "held": self.held,
             "erasure": self.erasure,
         }
 
@@ -164,6 +173,9 @@ def _check_source(
             continue
         if row.path != f.rel_path or doc_id_for(row.path) != f.doc_id:
             report.violations.append(f"{f.rel_path}: ledger path {row.path!r} does not match")
+        if row.status == DocStatus.HELD:
+            _check_held(src, f, row, report, source_problem)
+            continue
         if row.status != DocStatus.INDEXED:
             if not row.error_category:
                 report.violations.append(f"{f.rel_path}: {row.status} without a reason")
@@ -182,11 +194,38 @@ def _check_source(
             if current != row.content_sha256:
                 source_problem(f, "the index holds other bytes than the source")
     for doc_id, row in ledger.items():
+        hold = Hold.from_json(row.hold_json) if row.status == DocStatus.HELD else None
+        if hold is not None and hold.kind == "deletion" and doc_id not in listed:
+            report.held.append(f"{row.path}: {hold.describe()}; its chunks are kept")
+            continue
         if row.status in _LIVE and doc_id not in listed:
             report.pending.append(
                 f"{row.path}: {row.status} in the ledger but gone from the source "
                 "(the next refresh deletes it)"
             )
+
+
+def _check_held(
+    src: Any,
+    f: SourceFile,
+    row: LedgerRow,
+    report: VerifyReport,
+    source_problem: Callable[[SourceFile, str], None],
+) -> None:
+    """A held document: listed; the source must hold the bytes that were held or the
+    indexed ones (the chunk count is checked with the table, ``Store.validate``)."""
+    hold = Hold.from_json(row.hold_json)
+    if hold is None:
+        report.violations.append(f"{f.rel_path}: held without a reason")
+        return
+    report.held.append(f"{f.rel_path}: {hold.describe()}")
+    try:
+        current = src.content_hash(f)
+    except OSError as exc:
+        report.violations.append(f"{f.rel_path}: unreadable ({exc})")
+        return
+    if current not in (hold.sha256, row.content_sha256):
+        source_problem(f, "held, and its bytes changed since (the next refresh tries them)")
 
 
 def _check_erasures(store: Store, settings: Settings, scan: bool, report: VerifyReport) -> None:

@@ -5,7 +5,7 @@ what Prefect is for. ``PrefectExecutor`` runs each document as a task run named
 after its path (failing with the document's error category, so the UI shows what
 failed and why, retried when the failure is transient) and each embed+commit batch
 as a task run, on the flow's threads or on a Dask cluster; the flow publishes keyed
-artifacts (failed documents, run summary).
+artifacts (failed documents, held documents, run summary).
 """
 
 from __future__ import annotations
@@ -232,9 +232,28 @@ def _check_markdown(report: RunReport) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _held_row(hold: dict[str, Any]) -> dict[str, str]:
+    """One held document (corpusflow.holds.Hold.row) as an artifact table row."""
+    figures = ", ".join(
+        f"{key} {hold['before'][key]:.3f} -> {hold['after'][key]:.3f}"
+        for key in ("hit_rate_at_5", "mrr_at_10")
+        if key in hold["before"] and key in hold["after"]
+    )
+    questions = "; ".join(
+        f"{q['question']} (rank {q['before']} -> {q['after'] if q['after'] is not None else '-'})"
+        for q in hold["questions"]
+    )
+    return {
+        "path": hold["path"],
+        "kind": hold["kind"],
+        "held by run": f"{hold['run_id']} ({hold['held_at']})",
+        "why": f"{hold['questions_worse']} question(s) worse: {questions}; {figures}",
+    }
+
+
 def _publish(report: RunReport) -> None:
-    """Keyed artifacts for the Prefect UI: failed documents, a run summary and, when a
-    question set is configured, the retrieval check."""
+    """Keyed artifacts for the Prefect UI: failed documents, documents held by the
+    retrieval check, a run summary and, when a question set is configured, the check."""
     from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
     key = "".join(c if c.isalnum() else "-" for c in report.collection.lower())
@@ -243,16 +262,27 @@ def _publish(report: RunReport) -> None:
         table=report.failures or [{"path": "", "category": "", "message": "no failures"}],
         description=f"Documents that failed in run {report.run_id}",
     )
+    create_table_artifact(
+        key=f"held-documents-{key}",
+        table=[_held_row(h) for h in report.held_documents]
+        or [{"path": "", "kind": "", "held by run": "", "why": "no held documents"}],
+        description=(
+            f"Documents held by the retrieval check after run {report.run_id}: skipped until "
+            "their bytes, the question set or the pipeline change; `corpusflow accept-held` "
+            "indexes them anyway"
+        ),
+    )
     stages = "\n".join(f"| {k} | {v:.2f} |" for k, v in report.stage_s.items())
     create_markdown_artifact(
         key=f"refresh-summary-{key}",
         markdown=(
             f"# Refresh {report.run_id}\n\n"
             "| new | changed | retried | rechunked | unchanged | deleted | failed | partial "
-            "| chunks | embedded | embedding-cache hits |\n"
-            "|---|---|---|---|---|---|---|---|---|---|---|\n"
+            "| held | chunks | embedded | embedding-cache hits |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|---|\n"
             f"| {report.new} | {report.changed} | {report.retried} | {report.rechunked} | "
             f"{report.unchanged} | {report.deleted} | {report.failed} | {report.partial} "
+            f"| {report.held} "
             f"| {report.chunks_written} | {report.embedded} | {report.embed_cache_hits} |\n\n"
             f"Table `{report.chunk_table}` version {report.chunk_table_version}; model {report.model}; "
             f"{report.elapsed_s:.1f} s\n\n| stage | seconds |\n|---|---|\n{stages}\n"

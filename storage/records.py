@@ -24,6 +24,11 @@ class DocStatus(StrEnum):
     QUARANTINED = "quarantined"  # failed run.quarantine_after times: waits for new bytes
     DELETED = "deleted"  # its file vanished; its chunks were removed
     FORGOTTEN = "forgotten"  # erased by `corpusflow forget`: a tombstone
+    # Its last change (or deletion) was undone by the retrieval check: it keeps the chunks
+    # of its previous indexed bytes (content_sha256, chunk_count; none for a new document)
+    # and is skipped until its bytes, the question set or the pipeline change, or
+    # `corpusflow accept-held` (hold_json: what was held and why, corpusflow.holds).
+    HELD = "held"
 
 
 class PlanReason(StrEnum):
@@ -73,6 +78,7 @@ class LedgerRow(_Record):
     model_fingerprint: str | None = None
     chunk_count: int = 0
     metadata_json: str = "{}"
+    hold_json: str | None = None  # status held: corpusflow.holds.Hold as JSON
     updated_at: datetime | None = None
 
     def __post_init__(self) -> None:

@@ -15,7 +15,9 @@ LEDGER_SCHEMA = pa.schema(
         pa.field("mtime", pa.float64()),
         # Object stores: the entity tag(s) listed with the bytes; with size, the change hint.
         pa.field("etag", pa.string()),
-        pa.field("status", pa.string()),  # indexed | failed | quarantined | deleted
+        pa.field(
+            "status", pa.string()
+        ),  # indexed | failed | quarantined | deleted | forgotten | held
         pa.field("error_category", pa.string()),
         pa.field("error_message", pa.string()),
         pa.field("attempts", pa.int32()),
@@ -28,6 +30,8 @@ LEDGER_SCHEMA = pa.schema(
         pa.field("model_fingerprint", pa.string()),
         pa.field("chunk_count", pa.int32()),
         pa.field("metadata_json", pa.string()),
+        # Status held: what the retrieval check held and why (corpusflow.holds.Hold, JSON).
+        pa.field("hold_json", pa.string()),
         pa.field("updated_at", pa.timestamp("us", tz="UTC")),
     ]
 )

@@ -88,8 +88,11 @@ class Store(Tables):
         counts: dict[str, int] = {}
         for d in cols.column("doc_id").to_pylist():
             counts[d] = counts.get(d, 0) + 1
+        # A held document keeps the chunks of its previous indexed bytes.
         indexed = {
-            d: r for d, r in self.ledger.all(suffix).items() if r.status == DocStatus.INDEXED
+            d: r
+            for d, r in self.ledger.all(suffix).items()
+            if r.status in (DocStatus.INDEXED, DocStatus.HELD)
         }
         expected = sum(r.chunk_count for r in indexed.values())
         if len(ids) != expected:

@@ -135,7 +135,16 @@ def test_a_refresh_that_breaks_retrieval_is_undone(folder: Path, tmp_path: Path)
     assert after["pointer"] == before["pointer"]
     assert after["chunks"] == before["chunks"]
     assert after["parents"] == before["parents"]
-    assert after["ledger"] == before["ledger"]
+    # The ledger too, but for the run's two documents: held (tests/test_held.py), with
+    # their previous hash and chunk count.
+    held = {"status", "hold_json", "updated_at"}
+    for old, new in zip(before["ledger"], after["ledger"], strict=True):
+        changed = {k for k in old if old[k] != new[k]}
+        assert changed <= held, changed
+        if old["path"] in ("hotels.md", "payroll.md"):
+            assert new["status"] == "held" and json.loads(new["hold_json"])["kind"] == "change"
+        else:
+            assert not changed
     # (The pointer table has two more commits, the pin and its release, with the same row.)
 
     # The run record: failed, with the check's figures, changed questions and versions.
@@ -244,6 +253,8 @@ def test_readers_never_see_an_unchecked_refresh(folder: Path, tmp_path: Path) ->
     # A checked run that dies after a commit leaves its pin: readers still see the old state,
     # and the next run (here one without a check) first restores the pinned versions.
     version = int(store.version_of(before["pointer"]["chunk_table"]) or 0)  # the restored one
+    # (The undone run's documents are held: new bytes make hotels.md worth a run again.)
+    (folder / "hotels.md").write_text(UNRELATED.replace("Garden", "Orchard"), encoding="utf-8")
     dying = ReadingExecutor(settings_batches, interrupt=True)
     with pytest.raises(KeyboardInterrupt):
         RefreshEngine(str(folder), settings_batches).refresh(dying)
@@ -253,6 +264,7 @@ def test_readers_never_see_an_unchecked_refresh(folder: Path, tmp_path: Path) ->
     plain = load_settings(None, {"storage": {"db": str(db)}, "run": {"progress": False}})
     report = RefreshEngine(str(folder), plain).refresh()
     assert store.pointer.pinned() is None
-    # The interrupted run's commit was undone, so its document is processed again.
-    assert report.changed + report.new == 4 and report.failed == 0
+    # The interrupted run's commit was undone, so its document is processed again; the
+    # held ones too, as this run has no check (another check than the one that held them).
+    assert report.changed + report.new == 4 and report.failed == 0 and report.held == 0
     assert "500 EUR" not in _read(plain)[1]  # the unchecked refresh went through

