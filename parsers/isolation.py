@@ -12,7 +12,12 @@ function in the children instead of ``parsers.registry.parse_file`` (same
 signature: ``(path, settings, metadata) -> ParsedDocument``). It exists for
 fault injection in tests (a target that aborts, hangs or leaks) and for
 wrapping the parser; the function must be importable by name in a freshly
-spawned interpreter.
+spawned interpreter. Only the default target's libraries are imported before the
+first job (``warm_up``); another target imports what it needs on its first call.
+
+Every child dies with the pool's process, even a SIGKILLed one, and so does what the
+child starts (LibreOffice): see ``corpusflow.lifeline``. The memory cap counts the
+child's whole process tree.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, cast
 
+from corpusflow import lifeline
 from corpusflow.settings import ParseSettings
 from parsers.errors import Category, ParseError
 from parsers.models import ParsedDocument
@@ -55,16 +61,28 @@ def _resolve_target(target: str) -> Callable[..., ParsedDocument]:
 
 
 def _child_main(
-    conn: Connection, settings_json: str, target: str = DEFAULT_TARGET, tmpdir: str | None = None
+    conn: Connection,
+    settings_json: str,
+    target: str = DEFAULT_TARGET,
+    tmpdir: str | None = None,
+    parent_pid: int = 0,
+    tags: str = "",
 ) -> None:
     """Worker loop: receive a path, send back ('ok', json) or ('err', category, message)."""
+    if parent_pid:
+        # Dies with the pool's process even when that one is SIGKILLed (an OOM killer):
+        # while importing or parsing it would not notice its pipe's EOF for a long time.
+        lifeline.die_with_parent(parent_pid)
+        # What the parser starts and orphans (soffice's launcher forks soffice.bin) stays
+        # in this tree, where the memory cap counts it and a kill finds it.
+        lifeline.adopt_orphans()
+    if tags:  # inherited by soffice & co., whom the reapers find by it once this is gone
+        os.environ[lifeline.TAG_ENV] = tags
     # The parent owns Ctrl-C; the child dies with it.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if tmpdir:  # the child's and its descendants' temp files: removed with the child
         os.environ["TMPDIR"] = tmpdir
         tempfile.tempdir = tmpdir
-    from parsers.registry import warm_up
-
     parse_file = _resolve_target(target)
     settings = ParseSettings.model_validate_json(settings_json)
     if settings.nice and hasattr(os, "nice"):
@@ -73,7 +91,10 @@ def _child_main(
         # What the child starts (soffice, OCR threads) inherits it.
         os.nice(settings.nice)
     try:
-        warm_up(settings)
+        if target == DEFAULT_TARGET:  # another target (fault injection) prepares itself
+            from parsers.registry import warm_up
+
+            warm_up(settings)
     except Exception as exc:  # a broken install shows up on the first job instead
         conn.send(("ready", f"warm-up failed: {exc}"))
     else:
@@ -128,13 +149,25 @@ class _Worker:
         # The folder is named after this process, so a run killed before it could remove
         # its children's folders has them removed by the next pool (``_remove_orphans``).
         self.tmpdir = tempfile.mkdtemp(prefix=f"{_SCRATCH}{os.getpid()}-")
+        # This worker's own tag, beside the run's: its descendants that outlive it (an
+        # soffice whose parser child was killed) are found by it (``kill``).
+        self.tag = f"w{os.getpid()}-{id(self):x}-{time.monotonic_ns():x}"
         self.proc = ctx.Process(
             target=_child_main,
-            args=(child_conn, settings_json, target, self.tmpdir),
+            args=(
+                child_conn,
+                settings_json,
+                target,
+                self.tmpdir,
+                os.getpid(),
+                lifeline.child_tags(self.tag),
+            ),
             daemon=True,
             name="corpusflow-parser",
         )
-        self.proc.start()
+        # Forked by the long-lived spawn thread: the child's parent-death signal is tied
+        # to the thread that started it, and the caller may be a short-lived task thread.
+        lifeline.spawn(self.proc.start)
         child_conn.close()
         self.ready = False
 
@@ -184,6 +217,9 @@ class _Worker:
             with contextlib.suppress(psutil.Error):
                 proc.kill()
         self.proc.join(timeout=5)
+        # Those it left behind when it died first (killed from outside, crashed): they
+        # were reparented to init, out of reach of ``children``, but carry its tag.
+        lifeline.kill_tagged(self.tag)
         with contextlib.suppress(Exception):
             self.conn.close()
         shutil.rmtree(self.tmpdir, ignore_errors=True)
