@@ -12,8 +12,8 @@ function in the children instead of ``parsers.registry.parse_file`` (same
 signature: ``(path, settings, metadata) -> ParsedDocument``). It exists for
 fault injection in tests (a target that aborts, hangs or leaks) and for
 wrapping the parser; the function must be importable by name in a freshly
-spawned interpreter. Only the default target's libraries are imported before the
-first job (``warm_up``); another target imports what it needs on its first call.
+spawned interpreter. ``warm_up=False`` skips importing the parser libraries before
+the first job, for a target that never calls the real parser.
 
 Every child dies with the pool's process, even a SIGKILLed one, and so does what the
 child starts (LibreOffice): see ``corpusflow.lifeline``. The memory cap counts the
@@ -67,6 +67,7 @@ def _child_main(
     tmpdir: str | None = None,
     parent_pid: int = 0,
     tags: str = "",
+    warm: bool = True,
 ) -> None:
     """Worker loop: receive a path, send back ('ok', json) or ('err', category, message)."""
     if parent_pid:
@@ -85,20 +86,25 @@ def _child_main(
         tempfile.tempdir = tmpdir
     parse_file = _resolve_target(target)
     settings = ParseSettings.model_validate_json(settings_json)
-    if settings.nice and hasattr(os, "nice"):
-        # Parsing runs ahead of embedding within the in-flight bound; when both want
-        # the CPU, the embedder in the flow process (the slower stage) goes first.
-        # What the child starts (soffice, OCR threads) inherits it.
-        os.nice(settings.nice)
     try:
-        if target == DEFAULT_TARGET:  # another target (fault injection) prepares itself
+        if warm:
             from parsers.registry import warm_up
 
             warm_up(settings)
     except Exception as exc:  # a broken install shows up on the first job instead
-        conn.send(("ready", f"warm-up failed: {exc}"))
+        warm_error = f"warm-up failed: {exc}"
     else:
-        conn.send(("ready", ""))
+        warm_error = ""
+    if settings.nice and hasattr(os, "nice"):
+        # Parsing runs ahead of embedding within the in-flight bound; when both want
+        # the CPU, the embedder in the flow process (the slower stage) goes first.
+        # What the child starts (soffice, OCR threads) inherits it. Set after the
+        # imports, which are start-up, not parsing: a nice-10 process weighs 110 to a
+        # nice-0 one's 1024, so beside a dozen busy processes (a loaded CI runner) it
+        # gets under 1% of a core, and children failed with "parser process did not
+        # start within 180s" on a machine at load 20.
+        os.nice(settings.nice)
+    conn.send(("ready", warm_error))
     while True:
         try:
             job = conn.recv()
@@ -140,7 +146,7 @@ def _remove_orphans() -> int:
 
 
 class _Worker:
-    def __init__(self, ctx: Any, settings_json: str, target: str) -> None:
+    def __init__(self, ctx: Any, settings_json: str, target: str, warm: bool = True) -> None:
         self.conn, child_conn = ctx.Pipe()
         # Everything the child and what it starts write to the temp directory (docling's
         # LibreOffice profile and converted copy, rendered pages) goes in one folder that
@@ -161,6 +167,7 @@ class _Worker:
                 self.tmpdir,
                 os.getpid(),
                 lifeline.child_tags(self.tag),
+                warm,
             ),
             daemon=True,
             name="corpusflow-parser",
@@ -239,11 +246,14 @@ class _Worker:
 class ParserPool:
     """A fixed number of isolated parser processes, safe to call from many threads."""
 
-    def __init__(self, settings: ParseSettings, target: str = DEFAULT_TARGET) -> None:
+    def __init__(
+        self, settings: ParseSettings, target: str = DEFAULT_TARGET, warm_up: bool = True
+    ) -> None:
         _module, sep, attr = target.partition(":")
         if not sep or not attr:
             raise ValueError(f"parse target must be 'module:function', got {target!r}")
         self.target = target
+        self.warm_up = warm_up
         self.settings = settings
         self._settings_json = settings.model_dump_json()
         self._ctx = mp.get_context("spawn")
@@ -286,7 +296,7 @@ class ParserPool:
                 except queue.Empty:
                     break
                 if worker is None:
-                    worker = _Worker(self._ctx, self._settings_json, self.target)
+                    worker = _Worker(self._ctx, self._settings_json, self.target, self.warm_up)
                 started.append(worker)
         for worker in started:
             self._idle.put(worker)
@@ -298,7 +308,7 @@ class ParserPool:
         worker = self._idle.get()
         try:
             if worker is None or not worker.alive():
-                worker = _Worker(self._ctx, self._settings_json, self.target)
+                worker = _Worker(self._ctx, self._settings_json, self.target, self.warm_up)
             result, worker = self._run(worker, str(path), metadata or {})
             return result
         finally:
@@ -313,7 +323,7 @@ class ParserPool:
             worker.conn.send((path, metadata))
         except (BrokenPipeError, OSError):
             worker.kill()
-            worker = _Worker(self._ctx, self._settings_json, self.target)
+            worker = _Worker(self._ctx, self._settings_json, self.target, self.warm_up)
             worker.wait_ready(_STARTUP_TIMEOUT_S)
             worker.conn.send((path, metadata))
         # The deadline starts once the job is handed over: worker start-up

@@ -279,7 +279,7 @@ def test_memory_cap_counts_a_grandchild_in_its_own_session(tmp_path: Path) -> No
     doc = tmp_path / "a.md"
     doc.write_text("# A\n\nSome text.\n")
     settings = ParseSettings(timeout_s=240, memory_limit_mb=cap_mib, workers=1)
-    with ParserPool(settings, target=f"{__name__}:grandchild_hog_parse") as pool:
+    with ParserPool(settings, target=f"{__name__}:grandchild_hog_parse", warm_up=False) as pool:
         with pytest.raises(ParseError) as err:
             pool.parse(doc, {"mib": 2 * cap_mib, "pid_file": str(pid_file)})
         assert err.value.category == Category.OUT_OF_MEMORY, err.value.message
