@@ -164,39 +164,53 @@ class PrefectAPI:
         import prefect
 
         self.url = f"http://127.0.0.1:{port}/api"
+        from corpusflow import lifeline
+
         env = {
-            **os.environ,
+            **lifeline.child_env(),  # this process's reaper kills it if the watchdog cannot
             "PREFECT_UI_ENABLED": "0",
             "PREFECT__SERVER_EPHEMERAL": "1",
             "PREFECT__SERVER_FINAL": "1",
         }
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "uvicorn",
-                "--app-dir",
-                str(prefect.__module_path__.parent),
-                "--factory",
-                "prefect.server.api.server:create_app",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--log-level",
-                "error",
-                "--lifespan",
-                "on",
-            ],
-            env=env,
-            stdin=subprocess.DEVNULL,
+        self.process = lifeline.spawn(
+            lambda: subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "uvicorn",
+                    "--app-dir",
+                    str(prefect.__module_path__.parent),
+                    "--factory",
+                    "prefect.server.api.server:create_app",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(port),
+                    "--log-level",
+                    "error",
+                    "--lifespan",
+                    "on",
+                ],
+                env=env,
+                stdin=subprocess.DEVNULL,
+            )
         )
         if sys.platform.startswith("linux"):
-            self.watchdog = subprocess.Popen(
-                # No preexec_fn: that would fork this process (lancedb warns, rightly,
-                # about forking its runtime); the child sets its parent-death signal itself.
-                [sys.executable, "-S", "-c", _WATCHDOG, str(self.process.pid), str(os.getpid())],
-                stdin=subprocess.DEVNULL,
+            # No preexec_fn: that would fork this process (lancedb warns, rightly, about
+            # forking its runtime); the child sets its parent-death signal itself. Started
+            # on the long-lived spawn thread, to which the kernel ties that signal.
+            self.watchdog = lifeline.spawn(
+                lambda: subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-S",
+                        "-c",
+                        _WATCHDOG,
+                        str(self.process.pid),
+                        str(os.getpid()),
+                    ],
+                    stdin=subprocess.DEVNULL,
+                )
             )
         return self
 

@@ -102,7 +102,10 @@ class SourceSettings(_Section):
 
 class ParseSettings(_Section):
     timeout_s: float = Field(300.0, description="Wall-clock limit for parsing one document.")
-    memory_limit_mb: int = Field(4096, description="Resident memory cap of the parser process.")
+    memory_limit_mb: int = Field(
+        4096,
+        description="Resident memory cap of a parser process and everything it starts (LibreOffice included).",
+    )
     workers: int = Field(1, ge=1, description="Parser child processes running at once.")
     nice: int = Field(
         10,

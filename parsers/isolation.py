@@ -12,7 +12,12 @@ function in the children instead of ``parsers.registry.parse_file`` (same
 signature: ``(path, settings, metadata) -> ParsedDocument``). It exists for
 fault injection in tests (a target that aborts, hangs or leaks) and for
 wrapping the parser; the function must be importable by name in a freshly
-spawned interpreter.
+spawned interpreter. ``warm_up=False`` skips importing the parser libraries before
+the first job, for a target that never calls the real parser.
+
+Every child dies with the pool's process, even a SIGKILLed one, and so does what the
+child starts (LibreOffice): see ``corpusflow.lifeline``. The memory cap counts the
+child's whole process tree.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, cast
 
+from corpusflow import lifeline
 from corpusflow.settings import ParseSettings
 from parsers.errors import Category, ParseError
 from parsers.models import ParsedDocument
@@ -55,29 +61,50 @@ def _resolve_target(target: str) -> Callable[..., ParsedDocument]:
 
 
 def _child_main(
-    conn: Connection, settings_json: str, target: str = DEFAULT_TARGET, tmpdir: str | None = None
+    conn: Connection,
+    settings_json: str,
+    target: str = DEFAULT_TARGET,
+    tmpdir: str | None = None,
+    parent_pid: int = 0,
+    tags: str = "",
+    warm: bool = True,
 ) -> None:
     """Worker loop: receive a path, send back ('ok', json) or ('err', category, message)."""
+    if parent_pid:
+        # Dies with the pool's process even when that one is SIGKILLed (an OOM killer):
+        # while importing or parsing it would not notice its pipe's EOF for a long time.
+        lifeline.die_with_parent(parent_pid)
+        # What the parser starts and orphans (soffice's launcher forks soffice.bin) stays
+        # in this tree, where the memory cap counts it and a kill finds it.
+        lifeline.adopt_orphans()
+    if tags:  # inherited by soffice & co., whom the reapers find by it once this is gone
+        os.environ[lifeline.TAG_ENV] = tags
     # The parent owns Ctrl-C; the child dies with it.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if tmpdir:  # the child's and its descendants' temp files: removed with the child
         os.environ["TMPDIR"] = tmpdir
         tempfile.tempdir = tmpdir
-    from parsers.registry import warm_up
-
     parse_file = _resolve_target(target)
     settings = ParseSettings.model_validate_json(settings_json)
+    try:
+        if warm:
+            from parsers.registry import warm_up
+
+            warm_up(settings)
+    except Exception as exc:  # a broken install shows up on the first job instead
+        warm_error = f"warm-up failed: {exc}"
+    else:
+        warm_error = ""
     if settings.nice and hasattr(os, "nice"):
         # Parsing runs ahead of embedding within the in-flight bound; when both want
         # the CPU, the embedder in the flow process (the slower stage) goes first.
-        # What the child starts (soffice, OCR threads) inherits it.
+        # What the child starts (soffice, OCR threads) inherits it. Set after the
+        # imports, which are start-up, not parsing: a nice-10 process weighs 110 to a
+        # nice-0 one's 1024, so beside a dozen busy processes (a loaded CI runner) it
+        # gets under 1% of a core, and children failed with "parser process did not
+        # start within 180s" on a machine at load 20.
         os.nice(settings.nice)
-    try:
-        warm_up(settings)
-    except Exception as exc:  # a broken install shows up on the first job instead
-        conn.send(("ready", f"warm-up failed: {exc}"))
-    else:
-        conn.send(("ready", ""))
+    conn.send(("ready", warm_error))
     while True:
         try:
             job = conn.recv()
@@ -119,7 +146,7 @@ def _remove_orphans() -> int:
 
 
 class _Worker:
-    def __init__(self, ctx: Any, settings_json: str, target: str) -> None:
+    def __init__(self, ctx: Any, settings_json: str, target: str, warm: bool = True) -> None:
         self.conn, child_conn = ctx.Pipe()
         # Everything the child and what it starts write to the temp directory (docling's
         # LibreOffice profile and converted copy, rendered pages) goes in one folder that
@@ -128,13 +155,26 @@ class _Worker:
         # The folder is named after this process, so a run killed before it could remove
         # its children's folders has them removed by the next pool (``_remove_orphans``).
         self.tmpdir = tempfile.mkdtemp(prefix=f"{_SCRATCH}{os.getpid()}-")
+        # This worker's own tag, beside the run's: its descendants that outlive it (an
+        # soffice whose parser child was killed) are found by it (``kill``).
+        self.tag = f"w{os.getpid()}-{id(self):x}-{time.monotonic_ns():x}"
         self.proc = ctx.Process(
             target=_child_main,
-            args=(child_conn, settings_json, target, self.tmpdir),
+            args=(
+                child_conn,
+                settings_json,
+                target,
+                self.tmpdir,
+                os.getpid(),
+                lifeline.child_tags(self.tag),
+                warm,
+            ),
             daemon=True,
             name="corpusflow-parser",
         )
-        self.proc.start()
+        # Forked by the long-lived spawn thread: the child's parent-death signal is tied
+        # to the thread that started it, and the caller may be a short-lived task thread.
+        lifeline.spawn(self.proc.start)
         child_conn.close()
         self.ready = False
 
@@ -184,6 +224,9 @@ class _Worker:
             with contextlib.suppress(psutil.Error):
                 proc.kill()
         self.proc.join(timeout=5)
+        # Those it left behind when it died first (killed from outside, crashed): they
+        # were reparented to init, out of reach of ``children``, but carry its tag.
+        lifeline.kill_tagged(self.tag)
         with contextlib.suppress(Exception):
             self.conn.close()
         shutil.rmtree(self.tmpdir, ignore_errors=True)
@@ -203,11 +246,14 @@ class _Worker:
 class ParserPool:
     """A fixed number of isolated parser processes, safe to call from many threads."""
 
-    def __init__(self, settings: ParseSettings, target: str = DEFAULT_TARGET) -> None:
+    def __init__(
+        self, settings: ParseSettings, target: str = DEFAULT_TARGET, warm_up: bool = True
+    ) -> None:
         _module, sep, attr = target.partition(":")
         if not sep or not attr:
             raise ValueError(f"parse target must be 'module:function', got {target!r}")
         self.target = target
+        self.warm_up = warm_up
         self.settings = settings
         self._settings_json = settings.model_dump_json()
         self._ctx = mp.get_context("spawn")
@@ -250,7 +296,7 @@ class ParserPool:
                 except queue.Empty:
                     break
                 if worker is None:
-                    worker = _Worker(self._ctx, self._settings_json, self.target)
+                    worker = _Worker(self._ctx, self._settings_json, self.target, self.warm_up)
                 started.append(worker)
         for worker in started:
             self._idle.put(worker)
@@ -262,7 +308,7 @@ class ParserPool:
         worker = self._idle.get()
         try:
             if worker is None or not worker.alive():
-                worker = _Worker(self._ctx, self._settings_json, self.target)
+                worker = _Worker(self._ctx, self._settings_json, self.target, self.warm_up)
             result, worker = self._run(worker, str(path), metadata or {})
             return result
         finally:
@@ -277,7 +323,7 @@ class ParserPool:
             worker.conn.send((path, metadata))
         except (BrokenPipeError, OSError):
             worker.kill()
-            worker = _Worker(self._ctx, self._settings_json, self.target)
+            worker = _Worker(self._ctx, self._settings_json, self.target, self.warm_up)
             worker.wait_ready(_STARTUP_TIMEOUT_S)
             worker.conn.send((path, metadata))
         # The deadline starts once the job is handed over: worker start-up

@@ -2,13 +2,16 @@
 # Install with dev tools, then lint, type-check and run the whole test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install.sh dev
-# Optional: a real llama.cpp server for the contextual-retrieval test (compiles llama.cpp,
-# ~5 min once, then pip's wheel cache). Without it that one test is skipped, loudly.
+# With the optional real llama.cpp server for the contextual-retrieval test (compiles
+# llama.cpp, ~5 min once; pip's wheel cache keeps the built wheel, keyed by the sdist, so
+# later installs of the same version reuse it). Without it that one test is skipped, loudly.
 # Built portable (GGML_NATIVE=OFF: AVX2 and FMA, no AVX-512 or AMX): a build for the build
 # machine's own instructions died with SIGILL on a VM whose CPU flags list AMX it cannot run.
+# One pip pass (~25 s of CPU) when it installs; pip builds every wheel before installing
+# any, so when the build fails nothing is half-installed and the plain dev set follows.
 if ! CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}" scripts/install.sh "dev,llmtest"; then
   echo "WARNING: llama-cpp-python could not be installed; the real-LLM-server test will be skipped" >&2
+  scripts/install.sh dev
 fi
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .

@@ -68,7 +68,10 @@ def prefect_server() -> Iterator[None]:
     """One ephemeral Prefect API (SQLite in a temp dir) for the flow tests."""
     from prefect.testing.utilities import prefect_test_harness
 
-    with prefect_test_harness(server_startup_timeout=120):
+    # A limit, not a wait: ~20 s idle, but this fixture's set-up took 132 s with the
+    # 2-core machine at load ~14, close to the 120 s this had (past it, every Prefect
+    # test of the session errors).
+    with prefect_test_harness(server_startup_timeout=300):
         yield
 
 

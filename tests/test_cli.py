@@ -15,11 +15,16 @@ EXE = str(_BESIDE) if _BESIDE.exists() else shutil.which("corpusflow")
 
 
 def _cli(
-    *args: str, cwd: Path | None = None, check: bool = True
+    *args: str, cwd: Path | None = None, check: bool = True, **env: str
 ) -> subprocess.CompletedProcess[str]:
     assert EXE, "corpusflow console script is not installed"
     proc = subprocess.run(
-        [EXE, *args], capture_output=True, text=True, cwd=cwd, env=os.environ.copy(), timeout=600
+        [EXE, *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, **env},
+        timeout=600,
     )
     if check:
         assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -83,15 +88,21 @@ def test_chunks_command_shows_what_is_embedded(samples_dir: Path) -> None:
     assert hotel["parent_id"] and hotel["n_tokens"] <= 256
 
 
+@pytest.mark.usefixtures("prefect_server")
 def test_one_exit_code_for_a_held_lease(tmp_path: Path) -> None:
     """Every command that writes exits 1 when another run holds the collection's lease
     (rollback used to exit 2 and maintain 1), with the same message."""
+    from prefect.settings import PREFECT_API_URL
+
     from storage import write_lease
 
     db = tmp_path / "db"
     db.mkdir()
+    # maintain is a flow: on the session's server, not an ephemeral API of its own
+    # (~9 s of CPU to start, which is not what this test is about).
+    api = {"PREFECT_API_URL": str(PREFECT_API_URL.value())}
     with write_lease(str(db), "default"):
         for command in (["rollback"], ["maintain"], ["retire"]):
-            proc = _cli(*command, "--db", str(db), check=False)
+            proc = _cli(*command, "--db", str(db), check=False, **api)
             assert proc.returncode == 1, (command, proc.stdout + proc.stderr)
             assert "is being written by another run" in proc.stderr

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sqlite3
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -137,44 +135,6 @@ def test_refresh_with_nothing_to_do_starts_no_flow(corpus: Path, tmp_path: Path)
     fourth = ingest(prefect_from=1)
     assert (fourth["changed"], fourth["executor"]) == (1, "prefect")
     assert _flow_runs(home) == 2
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux")
-def test_killed_ingest_leaves_no_process_behind(corpus: Path, tmp_path: Path) -> None:
-    proc = subprocess.Popen(
-        [str(_BESIDE), "ingest", str(corpus), "--db", str(tmp_path / "db")],
-        env=_cli_env(tmp_path / "prefect", prefect_from=1),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    parent = psutil.Process(proc.pid)
-    deadline = time.time() + 300
-    family: list[psutil.Process] = []
-    while time.time() < deadline:
-        family = parent.children(recursive=True)
-        lines = [" ".join(p.cmdline()) for p in family if p.is_running()]
-        if any("uvicorn" in c for c in lines) and any(" -S -c" in c for c in lines):
-            break
-        assert proc.poll() is None, "ingest ended before its API server was seen"
-        time.sleep(0.2)
-    else:
-        proc.kill()
-        pytest.fail("the ephemeral API server never appeared")
-    time.sleep(1.0)
-    family = parent.children(recursive=True)
-    os.kill(proc.pid, signal.SIGKILL)  # as an OOM killer would
-    proc.wait()
-    _, alive = psutil.wait_procs(family, timeout=20)
-    left = [p for p in alive if _alive(p)]
-    assert not left, [p.pid for p in left]
-
-
-def _alive(p: psutil.Process) -> bool:
-    try:
-        return p.status() != psutil.STATUS_ZOMBIE  # a zombie has exited (not yet reaped)
-    except psutil.NoSuchProcess:
-        return False
 
 
 @pytest.mark.usefixtures("prefect_server")
