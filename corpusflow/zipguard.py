@@ -13,8 +13,10 @@ from collections.abc import Sequence
 # Files with these suffixes are ZIP archives that sources list member by member
 # (sources.archive) and the format table names (parsers.formats).
 ARCHIVE_EXTENSIONS = (".zip",)
-# Members smaller than this compress well and are harmless whatever their ratio.
-_SMALL_MEMBER = 1024 * 1024
+# Members that inflate to less than this are harmless whatever their ratio (a blank
+# EMF picture compresses 667:1 and inflates to 1.4 MiB): bombs are judged by the
+# inflated sizes (this floor, the total cap), the ratio only above the floor.
+_SMALL_MEMBER = 8 * 1024 * 1024
 
 
 def zip_problem(
