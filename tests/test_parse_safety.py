@@ -609,3 +609,26 @@ def test_broken_msg_and_missing_pandoc_are_categorised(
         parse_file(rtf)
     assert err.value.category == Category.UNSUPPORTED
     assert "pip install" in err.value.message
+
+
+def test_a_named_external_dtd_is_never_loaded(
+    tmp_path: Path, samples_dir: Path, canary: Path
+) -> None:
+    """A DOCTYPE naming a local DTD that defines an entity: the parts are read with the
+    DTD ignored. A part that uses the entity fails as corrupt (the entity is undefined:
+    the DTD was not loaded), and the entity's text (the canary) reaches nothing."""
+    dtd = tmp_path / "evil.dtd"
+    dtd.write_text(f'<!ENTITY x "{CANARY}">')
+    doctype = f'<!DOCTYPE w:document SYSTEM "{dtd.as_uri()}">'
+    docx = _docx_with(tmp_path / "named.docx", samples_dir, doctype, "")
+    odt = _odt(tmp_path / "named.odt", f'<!DOCTYPE manifest:manifest SYSTEM "{dtd.as_uri()}">')
+    for path, text in ((docx, "Booking Rules"), (odt, "cooling pump runs at 40 bar")):
+        doc = parse_file(path)
+        assert text in doc.markdown
+        assert CANARY not in doc.markdown and CANARY not in doc.docling_json
+    uses = _docx_with(tmp_path / "uses.docx", samples_dir, doctype, "&x;")
+    with pytest.raises(ParseError) as err:
+        parse_file(uses)
+    assert err.value.category == Category.CORRUPT
+    assert "Entity 'x' not defined" in err.value.message
+    assert CANARY not in err.value.message
