@@ -23,6 +23,7 @@ import stat
 import struct
 import zipfile
 from pathlib import Path
+from typing import NoReturn
 
 from corpusflow.settings import ParseSettings
 from corpusflow.zipguard import zip_problem
@@ -118,7 +119,7 @@ def _zip_format(path: Path, named: str | None, ext: str) -> str:
             return fmt
     if mimetype.startswith((_ODF_OTHER, _STAROFFICE)):
         kind = mimetype.rsplit(".", 1)[-1]
-        return _unsupported_zip(ext, f"OpenDocument/StarOffice {kind} ({mimetype}): not read")
+        _unsupported_zip(ext, f"OpenDocument/StarOffice {kind} ({mimetype}): not read")
     if named in _OFFICE_MAIN_PART and any(n.startswith(_OFFICE_MAIN_PART[named]) for n in names):
         return named
     for fmt, prefix in _OFFICE_MAIN_PART.items():
@@ -126,16 +127,16 @@ def _zip_format(path: Path, named: str | None, ext: str) -> str:
             return fmt
     for member, why in _UNREAD_ZIPS:
         if any(_zip_member_is(n, member) for n in names):
-            return _unsupported_zip(ext, why)
+            _unsupported_zip(ext, why)
     if named in ZIP_FORMATS:
         raise ParseError(Category.CORRUPT, f"file named {ext} is a ZIP without {named} parts")
     if ext in ARCHIVE_EXTENSIONS:
-        return _unsupported_zip(
+        _unsupported_zip(
             ext,
             "ZIP archive: ingest the folder that holds it, and its members are indexed one by "
             "one as archive.zip/member",
         )
-    return _unsupported_zip(ext, f"ZIP container of an unknown kind: not read; {FORMATS_HELP}")
+    _unsupported_zip(ext, f"ZIP container of an unknown kind: not read; {FORMATS_HELP}")
 
 
 def _zip_member_is(name: str, pattern: str) -> bool:
@@ -146,7 +147,7 @@ def _zip_member_is(name: str, pattern: str) -> bool:
     return name.rsplit("/", 1)[-1] == pattern
 
 
-def _unsupported_zip(ext: str, why: str) -> str:
+def _unsupported_zip(ext: str, why: str) -> NoReturn:
     raise ParseError(Category.UNSUPPORTED, f"{why} ({ext or 'no extension'})")
 
 
