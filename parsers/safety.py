@@ -267,6 +267,18 @@ def _is_biff(head: bytes) -> bool:
     return 4 <= size <= 16 and kind in (0x10, 0x20, 0x40, 0x100)
 
 
+# Word/Excel 2003 XML ("WordprocessingML", "SpreadsheetML 2003") saved under .doc/.xls:
+# LibreOffice, which converts those formats, reads them too.
+_OFFICE_2003_XML = re.compile(rb'<\?mso-application\s+progid="(Word\.Document|Excel\.Sheet)"\s*\?>')
+
+
+def _office_2003_xml(head: bytes) -> str | None:
+    found = _OFFICE_2003_XML.search(head[:4096])
+    if found is None:
+        return None
+    return "doc" if found.group(1) == b"Word.Document" else "xls"
+
+
 def _image_format(head: bytes) -> str | None:
     if head.startswith((b"\x89PNG", b"\xff\xd8\xff", b"II*\x00", b"MM\x00*", b"GIF8")):
         return "image"
@@ -296,6 +308,8 @@ def sniff_format(path: Path, head: bytes) -> str:
         return _ole_format(path, named, ext)
     if _is_biff(head):
         return "xls"  # Excel 2-4: LibreOffice reads BIFF2-5
+    if named in ("doc", "xls") and (office_xml := _office_2003_xml(head)) is not None:
+        return office_xml
     if named in _BINARY_FORMATS:
         raise ParseError(
             Category.CORRUPT, f"file named {ext} does not contain {named.upper()} data"

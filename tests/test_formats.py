@@ -689,3 +689,17 @@ def test_docs_formats_table_is_current() -> None:
     assert out.output.strip() in doc, (
         "run: corpusflow formats --markdown, paste into docs/formats.md"
     )
+
+
+_WORDML = """<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<?mso-application progid="Word.Document"?>
+<w:wordDocument xmlns:w="http://schemas.microsoft.com/office/word/2003/wordml"><w:body>
+<w:p><w:r><w:t>The cooling pump runs at 40 bar.</w:t></w:r></w:p></w:body></w:wordDocument>
+"""
+
+
+@needs_soffice
+def test_word_2003_xml_saved_as_doc_is_read_by_libreoffice(tmp_path: Path) -> None:
+    doc = parse_file(_write(tmp_path / "manual.doc", _WORDML))
+    assert doc.format == "doc"
+    assert "cooling pump runs at 40 bar" in doc.markdown
