@@ -13,16 +13,20 @@ from collections.abc import Sequence
 # Files with these suffixes are ZIP archives that sources list member by member
 # (sources.archive) and the format table names (parsers.formats).
 ARCHIVE_EXTENSIONS = (".zip",)
-# Members that inflate to less than this are harmless whatever their ratio (a blank
-# EMF picture compresses 667:1 and inflates to 1.4 MiB): bombs are judged by the
-# inflated sizes (this floor, the total cap), the ratio only above the floor.
-_SMALL_MEMBER = 8 * 1024 * 1024
+# Members smaller than this compress well and are harmless whatever their ratio.
+_SMALL_MEMBER = 1024 * 1024
 
 
 def zip_problem(
-    infos: Sequence[zipfile.ZipInfo], max_members: int, max_mb: float, max_ratio: float
+    infos: Sequence[zipfile.ZipInfo],
+    max_members: int,
+    max_mb: float,
+    max_ratio: float,
+    ratio_floor: int = _SMALL_MEMBER,
 ) -> str | None:
-    """Why a ZIP with these members must not be inflated, or None when it is within limits."""
+    """Why a ZIP with these members must not be inflated, or None when it is within limits.
+
+    The ratio counts only for members that inflate to ``ratio_floor`` bytes or more."""
     if len(infos) > max_members:
         return f"ZIP container has {len(infos)} members (limit {max_members})"
     total = sum(i.file_size for i in infos)
@@ -32,7 +36,7 @@ def zip_problem(
             "possible zip bomb"
         )
     for info in infos:
-        if info.file_size < _SMALL_MEMBER or not info.compress_size:
+        if info.file_size < ratio_floor or not info.compress_size:
             continue
         ratio = info.file_size / info.compress_size
         if ratio > max_ratio:

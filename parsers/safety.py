@@ -71,6 +71,10 @@ _BINARY_FORMATS = {"pdf", "image", "heic", "msg", "rtf", "doc", "ppt", "xls", *Z
 _HEIC_BRANDS = (b"heic", b"heix", b"hevc", b"hevx", b"heim", b"heis", b"mif1", b"msf1")
 FORMATS_HELP = "run `corpusflow formats` for the list of supported kinds"
 ENCRYPTED_HELP = "corpusflow cannot read it: exclude it (source.exclude) or index a decrypted copy"
+# Parts that inflate to less than this are harmless whatever their ratio (a blank EMF
+# picture compresses 667:1 and inflates to 1.4 MiB): container bombs are judged by the
+# inflated sizes (this floor, the total cap), the ratio only above the floor.
+OFFICE_RATIO_FLOOR = 8 * 1024 * 1024
 # Small members read to sniff a container (mimetype, manifests) are capped at this.
 _SNIFF_LIMIT = 64 * 1024
 
@@ -340,7 +344,11 @@ def check_zip(path: Path, settings: ParseSettings) -> None:
     except (zipfile.BadZipFile, OSError) as exc:
         raise ParseError(Category.CORRUPT, f"broken ZIP container: {exc}") from exc
     problem = zip_problem(
-        infos, settings.zip_max_members, settings.zip_max_uncompressed_mb, settings.zip_max_ratio
+        infos,
+        settings.zip_max_members,
+        settings.zip_max_uncompressed_mb,
+        settings.zip_max_ratio,
+        ratio_floor=OFFICE_RATIO_FLOOR,
     )
     if problem:
         raise ParseError(Category.CORRUPT, problem)
