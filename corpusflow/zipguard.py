@@ -18,9 +18,15 @@ _SMALL_MEMBER = 1024 * 1024
 
 
 def zip_problem(
-    infos: Sequence[zipfile.ZipInfo], max_members: int, max_mb: float, max_ratio: float
+    infos: Sequence[zipfile.ZipInfo],
+    max_members: int,
+    max_mb: float,
+    max_ratio: float,
+    ratio_floor: int = _SMALL_MEMBER,
 ) -> str | None:
-    """Why a ZIP with these members must not be inflated, or None when it is within limits."""
+    """Why a ZIP with these members must not be inflated, or None when it is within limits.
+
+    The ratio counts only for members that inflate to ``ratio_floor`` bytes or more."""
     if len(infos) > max_members:
         return f"ZIP container has {len(infos)} members (limit {max_members})"
     total = sum(i.file_size for i in infos)
@@ -30,7 +36,7 @@ def zip_problem(
             "possible zip bomb"
         )
     for info in infos:
-        if info.file_size < _SMALL_MEMBER or not info.compress_size:
+        if info.file_size < ratio_floor or not info.compress_size:
             continue
         ratio = info.file_size / info.compress_size
         if ratio > max_ratio:

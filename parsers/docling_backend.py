@@ -108,4 +108,29 @@ def convert_bytes(data: bytes, name: str, fmt: str) -> BackendResult:
 
 def parse(path: Path, fmt: str, settings: ParseSettings) -> BackendResult:
     """The backend entry point (see ``parsers.formats``)."""
-    return convert_bytes(path.read_bytes(), path.stem, fmt)
+    data = path.read_bytes()
+    if fmt == "epub":  # docling reads an EPUB as one only with its mimetype member first
+        from parsers.containers import epub_mimetype_first
+
+        data = epub_mimetype_first(data)
+    elif fmt in ("docx", "xlsx", "pptx"):
+        data = _transitional(data, fmt)
+    return convert_bytes(data, path.stem, fmt)
+
+
+def _transitional(data: bytes, fmt: str) -> bytes:
+    """Strict OOXML saved as Transitional by LibreOffice; other files as they are."""
+    from parsers.containers import is_strict_ooxml, strict_to_transitional
+    from parsers.formats import libreoffice_missing
+
+    if not is_strict_ooxml(data):
+        return data
+    missing = libreoffice_missing()
+    if missing:
+        raise ParseError(Category.UNSUPPORTED, f"Strict OOXML {fmt} needs LibreOffice: {missing}")
+    try:
+        return strict_to_transitional(data, fmt)
+    except Exception as exc:  # subprocess errors, timeouts, no output
+        raise ParseError(
+            Category.CORRUPT, f"Strict OOXML {fmt}: LibreOffice could not convert it: {exc}"[:500]
+        ) from exc

@@ -105,22 +105,28 @@ FORMATS: tuple[FormatSpec, ...] = (
         "docx",
         (".docx", ".docm", ".dotx", ".dotm"),
         DOCLING,
-        "Word",
+        "Word (Strict OOXML converted by LibreOffice first)",
         fallback=UNSTRUCTURED,
     ),
     FormatSpec(
         "pptx",
         (".pptx", ".pptm", ".ppsx", ".potx"),
         DOCLING,
-        "PowerPoint (charts read as tables)",
+        "PowerPoint (charts read as tables; Strict OOXML converted by LibreOffice first)",
         fallback=UNSTRUCTURED,
     ),
     FormatSpec(
-        "xlsx", (".xlsx", ".xlsm", ".xltx", ".xltm"), DOCLING, "Excel", fallback=UNSTRUCTURED
+        "xlsx",
+        (".xlsx", ".xlsm", ".xltx", ".xltm"),
+        DOCLING,
+        "Excel (Strict OOXML converted by LibreOffice first)",
+        fallback=UNSTRUCTURED,
     ),
     FormatSpec("doc", (".doc", ".dot"), DOCLING, "Word 97-2003", "LibreOffice", _LO),
     FormatSpec("ppt", (".ppt", ".pps", ".pot"), DOCLING, "PowerPoint 97-2003", "LibreOffice", _LO),
-    FormatSpec("xls", (".xls", ".xlt"), DOCLING, "Excel 97-2003", "LibreOffice", _LO),
+    FormatSpec(
+        "xls", (".xls", ".xlt"), DOCLING, "Excel 97-2003 and 2.x-4.x (BIFF)", "LibreOffice", _LO
+    ),
     FormatSpec(
         "odt",
         (".odt", ".ott"),
@@ -145,7 +151,8 @@ FORMATS: tuple[FormatSpec, ...] = (
         "odfdo",
         "parsers.formats:odfdo_missing",
     ),
-    FormatSpec("epub", (".epub",), DOCLING, "EPUB e-book"),
+    # 2: found by its mimetype member or container.xml wherever they sit in the ZIP.
+    FormatSpec("epub", (".epub",), DOCLING, "EPUB e-book", version="2"),
     FormatSpec(
         "html", (".html", ".htm", ".xhtml"), DOCLING, "HTML", fallback=UNSTRUCTURED, text=True
     ),
@@ -160,7 +167,15 @@ FORMATS: tuple[FormatSpec, ...] = (
     FormatSpec("latex", (".tex", ".latex"), DOCLING, "LaTeX", text=True),
     FormatSpec("rst", (".rst", ".rest"), TEXT, "reStructuredText (section titles kept)", text=True),
     FormatSpec("org", (".org",), TEXT, "Org mode (outline kept)", text=True),
-    FormatSpec("json", (".json",), TEXT, "JSON (keys become headings and fields)", text=True),
+    # 2: a stream of concatenated JSON values is read as a list of records.
+    FormatSpec(
+        "json",
+        (".json",),
+        TEXT,
+        "JSON, or concatenated JSON values (keys become headings and fields)",
+        text=True,
+        version="2",
+    ),
     FormatSpec("ndjson", (".ndjson", ".jsonl"), TEXT, "JSON lines, one record each", text=True),
     FormatSpec(
         "yaml", (".yaml", ".yml"), TEXT, "YAML (keys become headings and fields)", text=True

@@ -215,7 +215,7 @@ def org_to_markdown(text: str) -> tuple[str, str]:
 def _load(text: str, fmt: str) -> Any:
     try:
         if fmt == "json":
-            return json.loads(text)
+            return _json_values(text)
         import yaml
 
         docs = [d for d in yaml.safe_load_all(text) if d is not None]
@@ -224,6 +224,31 @@ def _load(text: str, fmt: str) -> Any:
         raise ParseError(Category.CORRUPT, f"invalid {fmt.upper()}: {exc}"[:500]) from exc
     except Exception as exc:  # yaml.YAMLError and friends
         raise ParseError(Category.CORRUPT, f"invalid {fmt.upper()}: {exc}"[:500]) from exc
+
+
+def _json_values(text: str) -> Any:
+    """One JSON value, or a list of the values of a JSON stream: concatenated values
+    (``{..}{..}``), whitespace- or newline-separated, as loggers and exports write them."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        if exc.msg != "Extra data":
+            raise
+        first = exc
+    decoder = json.JSONDecoder()
+    values: list[Any] = []
+    pos = 0
+    text = text.lstrip("\ufeff")
+    while True:
+        while pos < len(text) and text[pos] in " \t\r\n":
+            pos += 1
+        if pos == len(text):
+            return values
+        try:
+            value, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{first}; as a JSON stream: {exc}") from exc
+        values.append(value)
 
 
 def _ndjson(text: str) -> tuple[list[Any], list[str]]:

@@ -285,9 +285,18 @@ def test_unknown_kind_is_refused_by_name(tmp_path: Path) -> None:
 # -- containers: EPUB, OpenDocument and legacy Office ----------------------------------
 
 
-def _epub(path: Path) -> Path:
-    with zipfile.ZipFile(path, "w") as zf:
-        zf.writestr("mimetype", "application/epub+zip", compress_type=zipfile.ZIP_STORED)
+_XHTML_DOCTYPE = (
+    '<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.1//EN" '
+    '"http://www.w3.org/TR/xhtml11/DTD/xhtml11.dtd">'
+)
+
+
+def _epub(path: Path, mimetype: str = "first") -> Path:
+    """An EPUB; ``mimetype`` "first" (as OCF asks), "last" or "none" (as e-books in the
+    wild have it). The chapter carries the standard XHTML 1.1 DOCTYPE."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        if mimetype == "first":
+            zf.writestr("mimetype", "application/epub+zip", compress_type=zipfile.ZIP_STORED)
         zf.writestr(
             "META-INF/container.xml",
             '<?xml version="1.0"?><container version="1.0" '
@@ -306,17 +315,115 @@ def _epub(path: Path) -> Path:
         )
         zf.writestr(
             "OEBPS/c1.xhtml",
-            '<?xml version="1.0"?><html xmlns="http://www.w3.org/1999/xhtml"><head>'
-            "<title>c1</title></head><body><h1>Gearbox care</h1><p>Change the gearbox oil "
-            "every 18 months.</p></body></html>",
+            f'<?xml version="1.0"?>{_XHTML_DOCTYPE}<html xmlns="http://www.w3.org/1999/xhtml">'
+            "<head><title>c1</title></head><body><h1>Gearbox care</h1><p>Change the gearbox "
+            "oil every 18 months.</p></body></html>",
         )
+        if mimetype == "last":
+            zf.writestr("mimetype", "application/epub+zip")
     return path
 
 
-def test_epub(tmp_path: Path) -> None:
-    doc = parse_file(_epub(tmp_path / "notes.epub"))
+@pytest.mark.parametrize("mimetype", ["first", "last", "none"])
+def test_epub(tmp_path: Path, mimetype: str) -> None:
+    """docling reads a ZIP as an EPUB only with a stored mimetype member first; e-books
+    with it elsewhere, or without it, are EPUBs all the same (container.xml + OPF)."""
+    doc = parse_file(_epub(tmp_path / "notes.epub", mimetype))
     assert doc.format == "epub"
     assert "gearbox oil every 18 months" in doc.markdown
+
+
+def test_text_that_starts_with_bm_is_text_and_a_bmp_is_an_image(tmp_path: Path) -> None:
+    from PIL import Image
+
+    from parsers.safety import sniff_format
+
+    note = _write(tmp_path / "news.txt", "BMW to make hybrid sports car.\n\nLeipzig plant.\n")
+    doc = parse_file(note)
+    assert doc.format == "txt"
+    assert "BMW to make hybrid sports car." in doc.markdown
+    bmp = tmp_path / "scan.bmp"
+    Image.new("RGB", (8, 8), "white").save(bmp)
+    assert sniff_format(bmp, bmp.read_bytes()[:8192]) == "image"
+    # The same bytes without a name are still a BMP, and text named .bmp is not one.
+    assert sniff_format(tmp_path / "scan", bmp.read_bytes()[:64]) == "image"
+    with pytest.raises(ParseError) as err:
+        sniff_format(tmp_path / "fake.bmp", b"BMW to make hybrid sports car" * 3)
+    assert err.value.category == Category.CORRUPT
+
+
+def test_concatenated_json_values_are_read_as_a_stream(tmp_path: Path) -> None:
+    stream = (
+        '{"id": 1, "event": "pump started"}{"id": 2, "event": "valve closed"}\n'
+        '  {"id": 3, "event": "alarm cleared"}'
+    )
+    doc = parse_file(_write(tmp_path / "events.json", stream))
+    assert doc.format == "json"
+    for text in ("pump started", "valve closed", "alarm cleared"):
+        assert text in doc.markdown
+    with pytest.raises(ParseError) as err:
+        parse_file(_write(tmp_path / "broken.json", '{"id": 1}{"id": '))
+    assert err.value.category == Category.CORRUPT
+
+
+def _zip(path: Path, members: dict[str, str]) -> Path:
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, text in members.items():
+            zf.writestr(name, text)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("name", "members", "reason"),
+    [
+        ("app.jar", {"META-INF/MANIFEST.MF": "Manifest-Version: 1.0\n", "A.class": "x"}, "Java"),
+        (
+            "plan.vsdx",
+            {"[Content_Types].xml": "<Types/>", "visio/document.xml": "<VisioDocument/>"},
+            "Visio",
+        ),
+        ("print.xps", {"FixedDocumentSequence.fdseq": "<FixedDocumentSequence/>"}, "XPS"),
+        ("model.3mf", {"3D/3dmodel.model": "<model/>"}, "unknown kind"),
+    ],
+)
+def test_zip_containers_nobody_reads_say_what_they_are(
+    tmp_path: Path, name: str, members: dict[str, str], reason: str
+) -> None:
+    with pytest.raises(ParseError) as err:
+        parse_file(_zip(tmp_path / name, members))
+    assert err.value.category == Category.UNSUPPORTED
+    assert reason in err.value.message
+    assert "ingest the folder" not in err.value.message  # only a .zip is an archive to list
+
+
+def test_every_fallback_can_be_imported() -> None:
+    """A fallback that cannot import (unstructured's XLSX reader needs xlrd) would turn
+    every file it should rescue into a ModuleNotFoundError."""
+    import importlib
+
+    from parsers.formats import UNSTRUCTURED
+
+    with_fallback = [spec.fmt for spec in FORMATS if spec.fallback == UNSTRUCTURED]
+    assert with_fallback
+    for fmt in with_fallback:
+        importlib.import_module(f"unstructured.partition.{fmt}")
+
+
+_TIKA = Path(__file__).parent / "data" / "tika"
+
+
+@needs_soffice
+def test_strict_ooxml_workbook_is_read() -> None:
+    doc = parse_file(_TIKA / "testEXCEL.strict.xlsx")
+    assert (doc.format, doc.parser) == ("xlsx", "docling")
+    assert "Test spreadsheet" in doc.markdown and "2nd row 2nd column" in doc.markdown
+
+
+@needs_soffice
+def test_excel_4_worksheet_is_read_by_libreoffice() -> None:
+    doc = parse_file(_TIKA / "testEXCEL_4.xls")
+    assert doc.format == "xls"
+    assert "Examination Coverage" in doc.markdown
 
 
 @pytest.fixture(scope="module")
@@ -582,3 +689,17 @@ def test_docs_formats_table_is_current() -> None:
     assert out.output.strip() in doc, (
         "run: corpusflow formats --markdown, paste into docs/formats.md"
     )
+
+
+_WORDML = """<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<?mso-application progid="Word.Document"?>
+<w:wordDocument xmlns:w="http://schemas.microsoft.com/office/word/2003/wordml"><w:body>
+<w:p><w:r><w:t>The cooling pump runs at 40 bar.</w:t></w:r></w:p></w:body></w:wordDocument>
+"""
+
+
+@needs_soffice
+def test_word_2003_xml_saved_as_doc_is_read_by_libreoffice(tmp_path: Path) -> None:
+    doc = parse_file(_write(tmp_path / "manual.doc", _WORDML))
+    assert doc.format == "doc"
+    assert "cooling pump runs at 40 bar" in doc.markdown

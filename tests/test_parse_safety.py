@@ -308,13 +308,150 @@ def test_dtd_in_office_part_refused_before_parsing(
 
 
 def test_xml_prolog_scan() -> None:
-    from parsers.safety import xml_declares_dtd
+    from parsers.safety import xml_dtd_problem
 
-    assert not xml_declares_dtd(b'<?xml version="1.0"?>\n<!-- c --><root/>', complete=True)
-    assert xml_declares_dtd(b'<?xml version="1.0"?><!DOCTYPE r [<!ENTITY a "b">]><r/>', True)
-    assert xml_declares_dtd("<!DOCTYPE r><r/>".encode("utf-16"), complete=True)
-    # A prolog that fills the whole truncated head is treated as hiding a DTD.
-    assert xml_declares_dtd(b"<!--" + b"x" * 100, complete=False)
+    assert xml_dtd_problem(b'<?xml version="1.0"?>\n<!-- c --><root/>', complete=True) is None
+    # A DOCTYPE that only names its DTD (OpenOffice manifests, XHTML, SVG) is read.
+    manifest = b'<!DOCTYPE manifest:manifest PUBLIC "-//OpenOffice.org//DTD Manifest 1.0//EN"'
+    assert xml_dtd_problem(manifest + b' "Manifest.dtd"><manifest:manifest/>', True) is None
+    assert xml_dtd_problem(b"<!DOCTYPE html>\n<html/>", complete=True) is None
+    # An internal subset without entities is harmless; "]>" inside a literal is not its end.
+    assert xml_dtd_problem(b'<!DOCTYPE r [<!ATTLIST r a CDATA "]>">]><r/>', True) is None
+    # Entity declarations are how expansion bombs and XXE arrive: refused.
+    problem = xml_dtd_problem(b'<?xml version="1.0"?><!DOCTYPE r [<!ENTITY a "b">]><r/>', True)
+    assert problem is not None and "entities" in problem
+    assert xml_dtd_problem("<!DOCTYPE r [<!ENTITY a 'b'>]><r/>".encode("utf-16"), True)
+    assert xml_dtd_problem(b'<!DOCTYPE r [<!ENTITY % p SYSTEM "x.dtd"> %p;]><r/>', True)
+    # A prolog or DTD that runs past a truncated head cannot be checked: refused.
+    assert xml_dtd_problem(b"<!--" + b"x" * 100, complete=False)
+    assert xml_dtd_problem(b"<!DOCTYPE r [" + b"<!ELEMENT r ANY>" * 10, complete=False)
+
+
+def _odt(path: Path, manifest_doctype: str = "", extra: dict[str, bytes] | None = None) -> Path:
+    """A real ODT (written by odfdo) whose manifest gets ``manifest_doctype``."""
+    from odfdo import Document, Header, Paragraph
+
+    doc = Document("text")
+    doc.body.append(Header(1, "Pump Manual"))
+    doc.body.append(Paragraph("The cooling pump runs at 40 bar and is checked weekly."))
+    made = path.with_suffix(".made.odt")
+    doc.save(str(made))
+    with zipfile.ZipFile(made) as zin, zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zout:
+        for info in zin.infolist():
+            data = zin.read(info.filename)
+            if info.filename == "META-INF/manifest.xml" and manifest_doctype:
+                end = data.index(b"?>") + 2
+                data = data[:end] + b"\n" + manifest_doctype.encode() + data[end:]
+            zout.writestr(info, (extra or {}).get(info.filename, data))
+    made.unlink()
+    return path
+
+
+_MANIFEST_DTD = (
+    '<!DOCTYPE manifest:manifest PUBLIC "-//OpenOffice.org//DTD Manifest 1.0//EN" '
+    '"http://dtd.example.invalid/Manifest.dtd">'
+)
+
+
+def test_opendocument_with_a_manifest_dtd_is_indexed_offline(
+    tmp_path: Path, no_network: list[object]
+) -> None:
+    """OpenOffice writes a DOCTYPE naming Manifest.dtd: the file is read, the DTD is
+    never fetched (its address here is a network one)."""
+    doc = parse_file(_odt(tmp_path / "manual.odt", _MANIFEST_DTD))
+    assert doc.format == "odt"
+    assert "cooling pump runs at 40 bar" in doc.markdown
+    assert no_network == []
+
+
+def test_entity_declarations_in_container_parts_are_refused(
+    tmp_path: Path, no_heavy_parsing: None
+) -> None:
+    lol = f"<!DOCTYPE manifest:manifest [{_LOL_DTD}]>"
+    odt = _odt(tmp_path / "lol.odt", lol)
+    epub = tmp_path / "lol.epub"
+    with zipfile.ZipFile(epub, "w") as zf:
+        zf.writestr("mimetype", "application/epub+zip")
+        zf.writestr(
+            "META-INF/container.xml",
+            '<container><rootfiles><rootfile full-path="c.opf"/></rootfiles></container>',
+        )
+        zf.writestr("c.opf", "<package/>")
+        zf.writestr("c1.xhtml", f"<!DOCTYPE html [{_LOL_DTD}]><html><p>&lol9;</p></html>")
+    for path, part in ((odt, "META-INF/manifest.xml"), (epub, "c1.xhtml")):
+        with pytest.raises(ParseError) as err:
+            parse_file(path)
+        assert err.value.category == Category.CORRUPT
+        assert part in err.value.message and "entities in its DTD" in err.value.message
+
+
+def test_small_but_highly_compressible_member_is_not_a_bomb(
+    tmp_path: Path, samples_dir: Path
+) -> None:
+    """A blank picture compresses ~1000:1 but inflates to 2 MiB: the deck is read."""
+    deck = tmp_path / "review.pptx"
+    with (
+        zipfile.ZipFile(samples_dir / "service_review.pptx") as zin,
+        zipfile.ZipFile(deck, "w", zipfile.ZIP_DEFLATED) as zout,
+    ):
+        for info in zin.infolist():
+            zout.writestr(info, zin.read(info.filename))
+        zout.writestr("ppt/media/image99.emf", b"\0" * (2 * 1024 * 1024))
+    with zipfile.ZipFile(deck) as zf:
+        info = zf.getinfo("ppt/media/image99.emf")
+        assert info.file_size / info.compress_size > 200  # beyond the ratio limit
+    doc = parse_file(deck)
+    assert doc.format == "pptx" and doc.markdown.strip()
+
+
+def test_password_protected_docx_is_encrypted(tmp_path: Path, samples_dir: Path) -> None:
+    from msoffcrypto.format.ooxml import OOXMLFile
+
+    protected = tmp_path / "protected.bin"
+    with (samples_dir / "travel_policy.docx").open("rb") as plain, protected.open("wb") as out:
+        OOXMLFile(plain).encrypt("s3cret", out)
+    for name in ("travel_policy.docx", "renamed.xlsx"):
+        shutil.copy(protected, tmp_path / name)
+        with pytest.raises(ParseError) as err:
+            parse_file(tmp_path / name)
+        assert err.value.category == Category.ENCRYPTED
+        assert "password-protected" in err.value.message
+        assert "decrypted copy" in err.value.message
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("testWORD_protected_passtika.doc", "Word 97-2003"),
+        ("testEXCEL_protected_passtika.xls", "Excel 97-2003"),
+        ("testPPT_protected_passtika.ppt", "PowerPoint 97-2003"),
+    ],
+)
+def test_password_protected_legacy_office_is_encrypted(
+    name: str, kind: str, no_heavy_parsing: None
+) -> None:
+    with pytest.raises(ParseError) as err:
+        parse_file(Path(__file__).parent / "data" / "tika" / name)
+    assert err.value.category == Category.ENCRYPTED
+    assert kind in err.value.message and "decrypted copy" in err.value.message
+
+
+def test_encrypted_opendocument_is_encrypted(tmp_path: Path, no_heavy_parsing: None) -> None:
+    manifest = (
+        b'<?xml version="1.0" encoding="UTF-8"?>\n<manifest:manifest xmlns:manifest='
+        b'"urn:oasis:names:tc:opendocument:xmlns:manifest:1.0"><manifest:file-entry '
+        b'manifest:full-path="content.xml" manifest:media-type="text/xml"><manifest:'
+        b'encryption-data manifest:checksum-type="SHA1/1K" manifest:checksum="x="/>'
+        b"</manifest:file-entry></manifest:manifest>"
+    )
+    odt = _odt(
+        tmp_path / "secret.odt",
+        extra={"META-INF/manifest.xml": manifest, "content.xml": os.urandom(2048)},
+    )
+    with pytest.raises(ParseError) as err:
+        parse_file(odt)
+    assert err.value.category == Category.ENCRYPTED
+    assert "OpenDocument" in err.value.message
 
 
 # --------------------------------------------------------------------------- #
@@ -475,3 +612,26 @@ def test_broken_msg_and_missing_pandoc_are_categorised(
         parse_file(rtf)
     assert err.value.category == Category.UNSUPPORTED
     assert "pip install" in err.value.message
+
+
+def test_a_named_external_dtd_is_never_loaded(
+    tmp_path: Path, samples_dir: Path, canary: Path
+) -> None:
+    """A DOCTYPE naming a local DTD that defines an entity: the parts are read with the
+    DTD ignored. A part that uses the entity fails as corrupt (the entity is undefined:
+    the DTD was not loaded), and the entity's text (the canary) reaches nothing."""
+    dtd = tmp_path / "evil.dtd"
+    dtd.write_text(f'<!ENTITY x "{CANARY}">')
+    doctype = f'<!DOCTYPE w:document SYSTEM "{dtd.as_uri()}">'
+    docx = _docx_with(tmp_path / "named.docx", samples_dir, doctype, "")
+    odt = _odt(tmp_path / "named.odt", f'<!DOCTYPE manifest:manifest SYSTEM "{dtd.as_uri()}">')
+    for path, text in ((docx, "Booking Rules"), (odt, "cooling pump runs at 40 bar")):
+        doc = parse_file(path)
+        assert text in doc.markdown
+        assert CANARY not in doc.markdown and CANARY not in doc.docling_json
+    uses = _docx_with(tmp_path / "uses.docx", samples_dir, doctype, "&x;")
+    with pytest.raises(ParseError) as err:
+        parse_file(uses)
+    assert err.value.category == Category.CORRUPT
+    assert "Entity 'x' not defined" in err.value.message
+    assert CANARY not in err.value.message

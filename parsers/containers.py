@@ -1,0 +1,69 @@
+"""Container fix-ups that let docling's own backends read files it would misdetect.
+
+docling decides a ZIP's kind from its first bytes: an EPUB is an EPUB only when its
+``mimetype`` member comes first and is stored (the EPUB OCF rule many real
+e-books break); otherwise the ZIP is taken for a bundle of documents and the
+conversion fails ("The source contains multiple documents"). ``epub_mimetype_first``
+rewrites such a container in memory with that member first, so the file reaches
+docling's EPUB backend. The caller has passed ``parsers.safety``'s checks, so the
+container's inflated size is bounded.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+EPUB_MIMETYPE = b"application/epub+zip"
+
+
+def epub_mimetype_first(data: bytes) -> bytes:
+    """``data`` (an EPUB) with a stored ``mimetype`` member first; itself when it has one."""
+    with zipfile.ZipFile(io.BytesIO(data)) as zin:
+        infos = zin.infolist()
+        first = infos[0] if infos else None
+        if (
+            first is not None
+            and first.filename == "mimetype"
+            and first.compress_type == zipfile.ZIP_STORED
+            and zin.read(first).strip() == EPUB_MIMETYPE
+        ):
+            return data
+        out = io.BytesIO()
+        with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zout:
+            zout.writestr(zipfile.ZipInfo("mimetype"), EPUB_MIMETYPE, zipfile.ZIP_STORED)
+            for info in infos:
+                if info.filename == "mimetype" or info.is_dir():
+                    continue
+                zout.writestr(info.filename, zin.read(info))
+    return out.getvalue()
+
+
+# The package relationship to the main part of an ISO/IEC 29500 Strict document; a
+# Transitional one (what docling's readers, python-docx and openpyxl know) uses
+# http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument.
+_STRICT_MAIN = b"http://purl.oclc.org/ooxml/officeDocument/relationships/officeDocument"
+
+
+def is_strict_ooxml(data: bytes) -> bool:
+    """Whether this DOCX/XLSX/PPTX is Strict OOXML (its readers see no parts in it)."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as zf, zf.open("_rels/.rels") as fh:
+            return _STRICT_MAIN in fh.read(64 * 1024)
+    except (KeyError, zipfile.BadZipFile, OSError, RuntimeError, NotImplementedError):
+        return False
+
+
+def strict_to_transitional(data: bytes, fmt: str, timeout_s: int = 120) -> bytes:
+    """A Strict OOXML file saved again as Transitional by LibreOffice (through
+    docling's hardened converter: throwaway profile, macros off, process-group kill)."""
+    import tempfile
+    from pathlib import Path
+
+    from docling.backend.docx.drawingml.utils import convert_to_modern_format
+
+    with tempfile.TemporaryDirectory(prefix="corpusflow-strict-") as tmp:
+        # The input lives apart from the converter's output folder: same name, same suffix.
+        source = Path(tmp) / f"strict.{fmt}"
+        source.write_bytes(data)
+        return convert_to_modern_format(source, fmt, fmt, timeout_s=timeout_s).getvalue()
