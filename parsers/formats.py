@@ -100,7 +100,14 @@ def heif_missing() -> str | None:
 _LO = "parsers.formats:libreoffice_missing"
 
 FORMATS: tuple[FormatSpec, ...] = (
-    FormatSpec("pdf", (".pdf",), PDF, "PDF: text layer with headings and tables; OCR for scans"),
+    FormatSpec(
+        "pdf",
+        (".pdf",),
+        PDF,
+        "PDF: text layer with headings and tables; OCR for scans",
+        # 2: OCR never replaces a page's text layer with less text.
+        version="2",
+    ),
     FormatSpec(
         "docx",
         (".docx", ".docm", ".dotx", ".dotm"),
