@@ -1,8 +1,11 @@
 """docling's own backends for every non-PDF format it reads without models.
 
-Office (DOCX, PPTX, XLSX), their 97-2003 forms (DOC, PPT, XLS: docling converts
-them with LibreOffice, which ``parsers.formats`` checks for first), OpenDocument
-(ODT, ODS, ODP), EPUB, HTML, MHTML web archives, WebVTT, CSV/TSV, AsciiDoc and LaTeX. PPTX goes through
+Office (DOCX, PPTX, XLSX), their 97-2003 forms (DOC, PPT, XLS) and RTF: docling converts
+the legacy forms and RTF to Office Open XML with LibreOffice (which ``parsers.formats``
+checks for first) and reads the result with its Office backends, so RTF code pages
+(``\\ansicpg``, ``\\fcharset``: Cyrillic, Central European, Shift-JIS, ...) are decoded as
+declared. Also OpenDocument (ODT, ODS, ODP), EPUB, HTML, MHTML web archives, WebVTT,
+CSV/TSV, AsciiDoc and LaTeX. PPTX goes through
 ``parsers.pptx_charts.ChartPptxBackend``: docling's PowerPoint backend with
 charts read in full. ``conversion_result`` is the one place a docling
 ``ConversionResult`` becomes a ``BackendResult`` (status -> partial or error,
@@ -28,6 +31,7 @@ _FORMATS = {
     "pptx": ("PPTX", ".pptx"),
     "xlsx": ("XLSX", ".xlsx"),
     "doc": ("DOC", ".doc"),
+    "rtf": ("RTF", ".rtf"),
     "ppt": ("PPT", ".ppt"),
     "xls": ("XLS", ".xls"),
     "odt": ("ODT", ".odt"),

@@ -176,7 +176,19 @@ FORMATS: tuple[FormatSpec, ...] = (
     FormatSpec("txt", (".txt", ".text", ".log"), UNSTRUCTURED, "plain text", text=True),
     FormatSpec("eml", (".eml",), UNSTRUCTURED, "e-mail (headers to metadata)", text=True),
     FormatSpec("msg", (".msg",), UNSTRUCTURED, "Outlook e-mail"),
-    FormatSpec("rtf", (".rtf",), UNSTRUCTURED, "Rich Text (pandoc, bundled)"),
+    FormatSpec(
+        "rtf",
+        (".rtf",),
+        DOCLING,
+        "Rich Text (LibreOffice, code pages decoded as declared)",
+        "LibreOffice",
+        _LO,
+        # pandoc reads a file LibreOffice cannot (or reads no text from), and every RTF
+        # on a machine without LibreOffice; it decodes only Western code pages.
+        fallback=UNSTRUCTURED,
+        # 2: LibreOffice -> DOCX -> docling instead of pandoc.
+        version="2",
+    ),
     FormatSpec(
         "image",
         (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".gif", ".webp"),

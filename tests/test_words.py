@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
+
+import pytest
 
 from parsers import parse_file
 from tests.helpers.pdfgen import write_pdf
+
+needs_soffice = pytest.mark.skipif(
+    shutil.which("soffice") is None, reason="LibreOffice (soffice) is not installed"
+)
 
 # --------------------------------------------------------------------------- #
 # PDF: a fallback never replaces text already extracted with less
@@ -21,3 +28,68 @@ def test_two_word_text_layer_is_indexed(tmp_path: Path) -> None:
     assert doc.status == "success"
     assert doc.parser == "pdf-offline"
     assert any("text layer kept" in w.message for w in doc.warnings)
+
+
+# --------------------------------------------------------------------------- #
+# RTF: LibreOffice reads it with its code pages; pandoc only as a fallback
+# --------------------------------------------------------------------------- #
+
+
+def _hex(text: str, encoding: str) -> str:
+    """``text`` as RTF ``\\'hh`` escapes of its bytes in ``encoding``."""
+    return "".join(f"\\'{b:02x}" for b in text.encode(encoding))
+
+
+RUSSIAN = "Отчёт о работе насоса: давление 40 бар, проверка еженедельно."
+POLISH = "Zażółć gęślą jaźń: raport kwartalny."
+JAPANESE = "東京の天気は晴れです。ポンプの点検は毎週行います。"
+
+
+@needs_soffice
+@pytest.mark.parametrize(
+    ("header", "text", "encoding"),
+    [
+        # Cyrillic: the document's ANSI code page and the font's charset (204) both say so.
+        (r"\ansi\ansicpg1251{\fonttbl{\f0\fswiss\fcharset204 Arial;}}", RUSSIAN, "cp1251"),
+        (r"\ansi\ansicpg1250{\fonttbl{\f0\fswiss\fcharset238 Arial;}}", POLISH, "cp1250"),
+        # Japanese as testRTFJapanese.rtf writes it: plain \ansi, the font says Shift-JIS.
+        (r"\ansi{\fonttbl{\f0\fnil\fcharset128 MS Gothic;}}", JAPANESE, "shift_jis"),
+    ],
+    ids=["cp1251", "cp1250", "shift-jis"],
+)
+def test_rtf_code_pages_are_decoded_as_declared(
+    tmp_path: Path, header: str, text: str, encoding: str
+) -> None:
+    path = tmp_path / f"{encoding}.rtf"
+    path.write_text(r"{\rtf1" + header + r"\f0 " + _hex(text, encoding) + r"\par}", "ascii")
+    doc = parse_file(path)
+    assert (doc.format, doc.parser) == ("rtf", "docling")
+    assert doc.markdown.strip() == text
+
+
+@needs_soffice
+def test_rtf_braces_and_characters_outside_the_bmp(tmp_path: Path) -> None:
+    path = tmp_path / "braces.rtf"
+    # \{ \} are literal braces; \uN? pairs are UTF-16 surrogates (U+1D11E, musical G clef).
+    path.write_text(
+        r"{\rtf1\ansi{\fonttbl{\f0 Arial;}}\f0 The set \{pump, seal\} is checked."
+        r"\par Clef \u-10188?\u-8930? sign.\par}",
+        "ascii",
+    )
+    doc = parse_file(path)
+    assert "The set {pump, seal} is checked." in doc.markdown
+    assert "Clef \U0001d11e sign." in doc.markdown
+    assert "\ufffd" not in doc.markdown
+
+
+def test_rtf_without_libreoffice_is_read_by_the_fallback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "plain.rtf"
+    path.write_text(r"{\rtf1\ansi Pump {\b manual} for the night shift.\par}", "ascii")
+    monkeypatch.setenv("PATH", str(tmp_path))  # no soffice, no libreoffice
+    monkeypatch.delenv("DOCLING_LIBREOFFICE_CMD", raising=False)
+    doc = parse_file(path)
+    assert doc.parser == "unstructured-fallback"
+    assert "night shift" in doc.markdown
+    assert any(w.source == "fallback" and "LibreOffice" in w.message for w in doc.warnings)
