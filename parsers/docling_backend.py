@@ -57,16 +57,30 @@ def get_converter() -> Any:
     # to annotate a field; the models that need it import it when they are built.
     import_without("docling.document_converter", "transformers")
     from docling.datamodel.base_models import InputFormat
-    from docling.document_converter import DocumentConverter, PowerpointFormatOption
+    from docling.document_converter import (
+        DocumentConverter,
+        PowerpointFormatOption,
+        WordFormatOption,
+    )
 
+    from parsers.docx_words import WordsDocxBackend
     from parsers.pptx_charts import ChartPptxBackend
 
     # PowerPoint charts keep X values, bubble sizes, category groups and axis titles
     # (.ppt too: docling converts it to .pptx and then runs the same backend).
     chart_pptx = PowerpointFormatOption(backend=ChartPptxBackend)
+    # Word: formatting runs never split a word, ruby keeps its base text (.doc and .rtf
+    # too: docling converts them to .docx and then runs the same backend).
+    words_docx = WordFormatOption(backend=WordsDocxBackend)
     return DocumentConverter(
         allowed_formats=sorted({InputFormat[name] for name, _ext in _FORMATS.values()}),
-        format_options={InputFormat.PPTX: chart_pptx, InputFormat.PPT: chart_pptx},
+        format_options={
+            InputFormat.PPTX: chart_pptx,
+            InputFormat.PPT: chart_pptx,
+            InputFormat.DOCX: words_docx,
+            InputFormat.DOC: words_docx,
+            InputFormat.RTF: words_docx,
+        },
     )
 
 

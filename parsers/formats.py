@@ -114,6 +114,8 @@ FORMATS: tuple[FormatSpec, ...] = (
         DOCLING,
         "Word",
         fallback=UNSTRUCTURED,
+        # 2: formatting runs never split a word; ruby keeps its base text.
+        version="2",
     ),
     FormatSpec(
         "pptx",
@@ -125,7 +127,15 @@ FORMATS: tuple[FormatSpec, ...] = (
     FormatSpec(
         "xlsx", (".xlsx", ".xlsm", ".xltx", ".xltm"), DOCLING, "Excel", fallback=UNSTRUCTURED
     ),
-    FormatSpec("doc", (".doc", ".dot"), DOCLING, "Word 97-2003", "LibreOffice", _LO),
+    FormatSpec(
+        "doc",
+        (".doc", ".dot"),
+        DOCLING,
+        "Word 97-2003",
+        "LibreOffice",
+        _LO,
+        version="2",  # as docx 2
+    ),
     FormatSpec("ppt", (".ppt", ".pps", ".pot"), DOCLING, "PowerPoint 97-2003", "LibreOffice", _LO),
     FormatSpec("xls", (".xls", ".xlt"), DOCLING, "Excel 97-2003", "LibreOffice", _LO),
     FormatSpec(

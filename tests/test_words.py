@@ -93,3 +93,81 @@ def test_rtf_without_libreoffice_is_read_by_the_fallback(
     assert doc.parser == "unstructured-fallback"
     assert "night shift" in doc.markdown
     assert any(w.source == "fallback" and "LibreOffice" in w.message for w in doc.warnings)
+
+
+# --------------------------------------------------------------------------- #
+# Word: formatting never splits a word; ruby keeps its base text
+# --------------------------------------------------------------------------- #
+
+
+def _runs_docx(path: Path, runs: list[tuple[str, bool]]) -> Path:
+    """A DOCX with one paragraph made of (text, bold) runs, as Word writes mixed formatting."""
+    import docx
+
+    document = docx.Document()
+    paragraph = document.add_paragraph()
+    for text, bold in runs:
+        paragraph.add_run(text).bold = bold
+    document.save(str(path))
+    return path
+
+
+def _to_doc(path: Path) -> Path:
+    import subprocess
+
+    out = path.parent / "doc"
+    profile = f"-env:UserInstallation=file://{path.parent}/profile"
+    subprocess.run(
+        ["soffice", "--headless", profile, "--convert-to", "doc", "--outdir", str(out), str(path)],
+        check=True,
+        capture_output=True,
+        timeout=180,
+    )
+    return out / f"{path.stem}.doc"
+
+
+@pytest.mark.parametrize("kind", ["docx", pytest.param("doc", marks=needs_soffice)])
+def test_bold_run_inside_a_word_keeps_the_word(tmp_path: Path, kind: str) -> None:
+    # "Foobar" with "oob" and "r" in bold (testWORD_bold_character_runs), then a bold
+    # word of its own, which keeps its emphasis.
+    runs = [("F", False), ("oob", True), ("a", False), ("r", True), (" and a ", False)]
+    path = _runs_docx(tmp_path / "runs.docx", [*runs, ("bold", True), (" word.", False)])
+    if kind == "doc":
+        path = _to_doc(path)
+    doc = parse_file(path)
+    assert doc.format == kind
+    assert "Foobar and a **bold** word." in doc.markdown
+    assert "oob**" not in doc.markdown
+
+
+def test_formatting_at_punctuation_keeps_words_and_emphasis(tmp_path: Path) -> None:
+    runs = [("See ", False), ("Pump", True), ("-", False), ("3", True), (", then stop.", False)]
+    doc = parse_file(_runs_docx(tmp_path / "punct.docx", runs))
+    words = doc.markdown.replace("*", "").split()
+    assert "Pump" in words and "3" in words and "stop." in words
+    assert "**Pump**" in doc.markdown
+
+
+def test_ruby_keeps_its_base_text(tmp_path: Path) -> None:
+    import docx
+    from docx.oxml import parse_xml
+
+    w = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+
+    def ruby(base: str, reading: str) -> str:
+        return (
+            f'<w:r xmlns:w="{w}"><w:ruby><w:rubyPr><w:lid w:val="ja-JP"/></w:rubyPr>'
+            f"<w:rt><w:r><w:t>{reading}</w:t></w:r></w:rt>"
+            f"<w:rubyBase><w:r><w:t>{base}</w:t></w:r></w:rubyBase></w:ruby></w:r>"
+        )
+
+    document = docx.Document()
+    paragraph = document.add_paragraph()
+    paragraph._p.append(parse_xml(ruby("東京", "とうきょう")))
+    paragraph.add_run("の")
+    paragraph._p.append(parse_xml(ruby("天気", "てんき")))
+    paragraph.add_run("は晴れ。")
+    path = tmp_path / "ruby.docx"
+    document.save(str(path))
+    doc = parse_file(path)
+    assert doc.markdown.strip() == "東京の天気は晴れ。"
