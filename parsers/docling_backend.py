@@ -59,12 +59,14 @@ def get_converter() -> Any:
     from docling.datamodel.base_models import InputFormat
     from docling.document_converter import (
         DocumentConverter,
+        ExcelFormatOption,
         PowerpointFormatOption,
         WordFormatOption,
     )
 
     from parsers.docx_words import WordsDocxBackend
     from parsers.pptx_charts import ChartPptxBackend
+    from parsers.xlsx_cells import FormattedXlsxBackend
 
     # PowerPoint charts keep X values, bubble sizes, category groups and axis titles
     # (.ppt too: docling converts it to .pptx and then runs the same backend).
@@ -72,6 +74,8 @@ def get_converter() -> Any:
     # Word: formatting runs never split a word, ruby keeps its base text (.doc and .rtf
     # too: docling converts them to .docx and then runs the same backend).
     words_docx = WordFormatOption(backend=WordsDocxBackend)
+    # Excel: cells as formatted (3%, 6:15 AM, $1,599.99), .xls too.
+    shown_xlsx = ExcelFormatOption(backend=FormattedXlsxBackend)
     return DocumentConverter(
         allowed_formats=sorted({InputFormat[name] for name, _ext in _FORMATS.values()}),
         format_options={
@@ -80,6 +84,8 @@ def get_converter() -> Any:
             InputFormat.DOCX: words_docx,
             InputFormat.DOC: words_docx,
             InputFormat.RTF: words_docx,
+            InputFormat.XLSX: shown_xlsx,
+            InputFormat.XLS: shown_xlsx,
         },
     )
 

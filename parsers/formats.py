@@ -125,7 +125,12 @@ FORMATS: tuple[FormatSpec, ...] = (
         fallback=UNSTRUCTURED,
     ),
     FormatSpec(
-        "xlsx", (".xlsx", ".xlsm", ".xltx", ".xltm"), DOCLING, "Excel", fallback=UNSTRUCTURED
+        "xlsx",
+        (".xlsx", ".xlsm", ".xltx", ".xltm"),
+        DOCLING,
+        "Excel",
+        fallback=UNSTRUCTURED,
+        version="2",  # 2: cells as formatted (3%, 6:15 AM, $1,599.99)
     ),
     FormatSpec(
         "doc",
@@ -137,7 +142,15 @@ FORMATS: tuple[FormatSpec, ...] = (
         version="2",  # as docx 2
     ),
     FormatSpec("ppt", (".ppt", ".pps", ".pot"), DOCLING, "PowerPoint 97-2003", "LibreOffice", _LO),
-    FormatSpec("xls", (".xls", ".xlt"), DOCLING, "Excel 97-2003", "LibreOffice", _LO),
+    FormatSpec(
+        "xls",
+        (".xls", ".xlt"),
+        DOCLING,
+        "Excel 97-2003",
+        "LibreOffice",
+        _LO,
+        version="2",  # as xlsx 2
+    ),
     FormatSpec(
         "odt",
         (".odt", ".ott"),

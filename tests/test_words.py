@@ -171,3 +171,78 @@ def test_ruby_keeps_its_base_text(tmp_path: Path) -> None:
     document.save(str(path))
     doc = parse_file(path)
     assert doc.markdown.strip() == "東京の天気は晴れ。"
+
+
+# --------------------------------------------------------------------------- #
+# Spreadsheets: cells as formatted
+# --------------------------------------------------------------------------- #
+
+
+def test_xlsx_cells_read_as_formatted(tmp_path: Path) -> None:
+    import datetime as dt
+
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    assert sheet is not None
+    rows = [
+        ("Measure", "Value", None),
+        ("Share", 0.025, "0%"),
+        ("Growth", 0.1234, "0.00%"),
+        ("Start", dt.datetime(1992, 12, 28, 6, 15, 0, 687000), "h:mm AM/PM"),
+        ("Shift end", dt.time(18, 15), "h:mm"),
+        ("Signed", dt.date(2007, 5, 17), "d-mmm-yy"),
+        ("Long date", dt.date(2007, 5, 17), "dddd mmmm d, yyyy"),
+        ("Price", -1599.99, '"$"#,##0.00_);[Red]\\("$"#,##0.00\\)'),
+        ("Units", 1234567, "#,##0"),
+        ("Pressure", 40.0, "0.0"),
+    ]
+    for r, (label, value, fmt) in enumerate(rows, start=1):
+        sheet.cell(row=r, column=1, value=label)
+        cell = sheet.cell(row=r, column=2, value=value)
+        if fmt:
+            cell.number_format = fmt
+    path = tmp_path / "formats.xlsx"
+    book.save(str(path))
+    doc = parse_file(path)
+    cells = {
+        line.split("|")[1].strip(): line.split("|")[2].strip()
+        for line in doc.markdown.splitlines()
+        if line.startswith("|") and "---" not in line
+    }
+    assert cells["Share"] == "3%"
+    assert cells["Growth"] == "12.34%"
+    assert cells["Start"] == "6:15 AM"
+    assert cells["Shift end"] == "18:15"
+    assert cells["Signed"] == "17-May-07"
+    assert cells["Long date"] == "Thursday May 17, 2007"
+    assert cells["Price"] == "($1,599.99)"
+    assert cells["Units"] == "1,234,567"
+    assert cells["Pressure"] == "40.0"
+
+
+@pytest.mark.parametrize(
+    ("value", "fmt", "shown"),
+    [
+        (0.025, "0%", "3%"),
+        (0.5, "0.0%", "50.0%"),
+        (1234.5, "#,##0.00", "1,234.50"),
+        (1500000, '#,##0,,"M"', "2M"),
+        (-3, '0;(0);"zero"', "(3)"),
+        (0, '0;(0);"zero"', "zero"),
+        (7, "000", "007"),
+        (198356388, "0.00E+00", "1.98E+08"),
+        (0.000123, "0.0E+00", "1.2E-04"),
+        (12.5, "[$€-407]#,##0.00", "€12.50"),
+        (19.99, '0\\ "dollars and"\\ .00\\ "cents"', "19 dollars and .99 cents"),
+        (0.1 + 0.2, "General", "0.3"),
+        (42.0, "General", "42"),
+        (2.5, "# ?/?", "2.5"),  # fractions: General, never an error
+        (True, "General", "TRUE"),
+    ],
+)
+def test_excel_cell_text(value: object, fmt: str, shown: str) -> None:
+    from parsers.tables import excel_cell_text
+
+    assert excel_cell_text(value, fmt) == shown
