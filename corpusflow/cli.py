@@ -781,6 +781,8 @@ def verify(
             typer.echo(f"pending    {line}")
         for line in report.forgotten:
             typer.echo(f"forgotten  {line}")
+        for line in report.failed:
+            typer.echo(f"failed     {line}")
         if report.erasure is not None:
             e = report.erasure
             scanned = (

@@ -246,3 +246,42 @@ def test_excel_cell_text(value: object, fmt: str, shown: str) -> None:
     from parsers.tables import excel_cell_text
 
     assert excel_cell_text(value, fmt) == shown
+
+
+# --------------------------------------------------------------------------- #
+# Failures visible before the collection has a table
+# --------------------------------------------------------------------------- #
+
+
+def test_status_and_verify_list_failures_when_nothing_indexed(tmp_path: Path) -> None:
+    from corpusflow.api import failed_documents, status
+    from corpusflow.engine import InProcessExecutor, RefreshEngine
+    from corpusflow.settings import load_settings
+    from corpusflow.verify import nothing_lost
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "empty.pdf").write_bytes(b"")
+    (src / "fake.docx").write_text("not a zip")
+    (src / "drawing.dwg").write_bytes(b"AC1032" + b"\0\x01\x02" * 64)
+    settings = load_settings(
+        None, {"storage": {"db": str(tmp_path / "db")}, "run": {"progress": False}}
+    )
+    report = RefreshEngine(str(src), settings).refresh(InProcessExecutor())
+    assert report.failed == 3
+
+    info = status(settings)
+    assert info["active_table"] is None
+    assert info["documents"] == {"failed": 3}
+    shown = {f["path"]: f["category"] for f in info["failed_documents"]}
+    assert shown == {"empty.pdf": "empty", "fake.docx": "corrupt", "drawing.dwg": "unsupported"}
+    assert [f["path"] for f in failed_documents(settings)] == sorted(shown)
+
+    checked = nothing_lost(settings, str(src))
+    assert checked.ok, checked.violations  # every file failed with a reason: nothing lost
+    assert checked.checked_files == 3
+    assert any(line.startswith("fake.docx: [corrupt]") for line in checked.failed)
+    assert len(checked.failed) == 3
+
+    (src / "late.pdf").write_bytes(b"")  # a file no run has seen is not failed, it is new
+    assert any("late.pdf" in p for p in nothing_lost(settings, str(src)).pending)
