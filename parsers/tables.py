@@ -259,9 +259,10 @@ def _tokens(section: str) -> list[tuple[str, str]]:
 
 
 def _general(value: float) -> str:
-    if value == int(value) and abs(value) < 1e15:
+    """Excel's General format, with every digit a float holds exactly (a wide column)."""
+    if value == int(value) and abs(value) < 2**53:
         return str(int(value))
-    return format(value, ".10g").replace("e+", "E+").replace("e-", "E-")
+    return format(value, ".15g").replace("e+", "E+").replace("e-", "E-")
 
 
 def _as_datetime(value: object) -> Any:
@@ -495,6 +496,8 @@ def excel_cell_text(value: object, number_format: str | None) -> str:
         text = None
     if text is not None:
         return text.strip()
+    if isinstance(value, int):
+        return str(value)
     if is_number:
         return _general(float(value))  # type: ignore[arg-type]
     if isinstance(value, dt.datetime):

@@ -238,6 +238,7 @@ def test_xlsx_cells_read_as_formatted(tmp_path: Path) -> None:
         (19.99, '0\\ "dollars and"\\ .00\\ "cents"', "19 dollars and .99 cents"),
         (0.1 + 0.2, "General", "0.3"),
         (42.0, "General", "42"),
+        (1234567890123451, "General", "1234567890123451"),
         (2.5, "# ?/?", "2.5"),  # fractions: General, never an error
         (True, "General", "TRUE"),
     ],
