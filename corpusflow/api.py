@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -44,7 +44,7 @@ from corpusflow.settings import SearchSettings, Settings
 from embedding import Embedder, ModelSpec
 from embedding.query_encoder import load_query_embedder
 from storage import Store
-from storage.records import DocStatus, Pointer
+from storage.records import DocStatus, LedgerRow, Pointer
 from storage.tables import read_table, sql_in
 
 _log = logging.getLogger("corpusflow.access")
@@ -444,7 +444,8 @@ def search(
 def status(settings: Settings) -> dict[str, Any]:
     store = Store.from_settings(settings.storage)
     active = store.pointer.active()
-    ledger = store.ledger.all(store.chunks.suffix_of(active.chunk_table)) if active else {}
+    # Without a table yet (nothing indexed so far), the failures are still shown.
+    ledger = store.ledger.current(store.chunks.suffix_of(active.chunk_table) if active else None)
     by_status: dict[str, int] = {}
     for row in ledger.values():
         by_status[row.status] = by_status.get(row.status, 0) + 1
@@ -494,6 +495,12 @@ def status(settings: Settings) -> dict[str, Any]:
                 )
             },
         }
+    out["failed_documents"] = _failed_rows(ledger.values())
+    out["held_documents"] = _held_rows(ledger.values())
+    return out
+
+
+def _failed_rows(rows: Iterable[LedgerRow]) -> list[dict[str, Any]]:
     failed = [
         {
             "path": r.path,
@@ -501,19 +508,31 @@ def status(settings: Settings) -> dict[str, Any]:
             "category": r.error_category,
             "message": r.error_message,
         }
-        for r in ledger.values()
+        for r in rows
         if r.status in (DocStatus.FAILED, DocStatus.QUARANTINED)
     ]
-    out["failed_documents"] = sorted(failed, key=lambda r: r["path"])
+    return sorted(failed, key=lambda r: r["path"])
+
+
+def _held_rows(rows: Iterable[LedgerRow]) -> list[dict[str, Any]]:
     from corpusflow.holds import Hold
 
     held = []
-    for r in ledger.values():
+    for r in rows:
         hold = Hold.from_json(r.hold_json) if r.status == DocStatus.HELD else None
         if hold is not None:
             held.append({**hold.row(r.path), "message": hold.describe()})
-    out["held_documents"] = sorted(held, key=lambda r: r["path"])
-    return out
+    return sorted(held, key=lambda r: r["path"])
+
+
+def failed_documents(settings: Settings) -> list[dict[str, Any]]:
+    """The collection's failed and quarantined documents now (path, status, category,
+    message), from the active table's ledger or, before the first table, from every
+    ledger the collection has."""
+    store = Store.from_settings(settings.storage)
+    active = store.pointer.active()
+    suffix = store.chunks.suffix_of(active.chunk_table) if active else None
+    return _failed_rows(store.ledger.current(suffix).values())
 
 
 def forget(paths: Sequence[str], settings: Settings, source: str | None = None) -> dict[str, Any]:

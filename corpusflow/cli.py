@@ -833,6 +833,8 @@ def verify(
             typer.echo(f"forgotten  {line}")
         for line in report.held:
             typer.echo(f"held       {line}")
+        for line in report.failed:
+            typer.echo(f"failed     {line}")
         if report.erasure is not None:
             e = report.erasure
             scanned = (

@@ -31,7 +31,7 @@ from corpusflow.holds import Hold
 from corpusflow.settings import Settings
 from sources import SourceFile, doc_id_for, open_source
 from storage import Store
-from storage.records import DocStatus, LedgerRow, Pointer
+from storage.records import DocStatus, LedgerRow
 from storage.tables import sql_in
 
 if TYPE_CHECKING:
@@ -55,6 +55,9 @@ class VerifyReport:
     held: list[str] = field(default_factory=list)
     # The post-erasure check (None: the collection has no erasure receipt).
     erasure: dict[str, Any] | None = None
+    # Documents failed or quarantined with their reason ("path: [category] message"):
+    # not losses, but shown, also before the collection has a table.
+    failed: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -72,6 +75,7 @@ class VerifyReport:
             "forgotten": self.forgotten,
             "held": self.held,
             "erasure": self.erasure,
+            "failed": self.failed,
         }
 
 
@@ -92,15 +96,30 @@ def nothing_lost(
     report = VerifyReport(settings.storage.collection, source)
     _check_erasures(store, settings, erasure_scan, report)
     active = store.pointer.active()
+    ledger = store.ledger.current(store.chunks.suffix_of(active.chunk_table) if active else None)
+    report.failed = [
+        f"{r.path}: [{r.error_category}] {r.error_message}"
+        for r in sorted(ledger.values(), key=lambda r: r.path)
+        if r.status in (DocStatus.FAILED, DocStatus.QUARANTINED)
+    ]
     if active is None:
-        if source is not None and any(True for _ in open_source(source, settings.source).list()):
-            report.violations.append("the source has files but the collection has no active table")
+        # No table yet: nothing indexed so far. Every source file must still be in the
+        # ledger, failed with a reason (a folder where nothing could be indexed).
+        if source is not None and not ledger:
+            if any(True for _ in open_source(source, settings.source).list()):
+                report.violations.append(
+                    "the source has files but the collection has no active table"
+                )
+        elif source is not None:
+            _check_source(store, ledger, source, settings, rehash, report)
+            if any(r.status == DocStatus.INDEXED for r in ledger.values()):
+                report.violations.append("documents are indexed but the collection has no table")
         return report
     for info in store.model_tables():
         report.tables.append(info["table"])
         _check_table(store, info["table"], report)
     if source is not None:
-        _check_source(store, active, source, settings, rehash, report)
+        _check_source(store, ledger, source, settings, rehash, report)
     return report
 
 
@@ -135,7 +154,7 @@ def _parsed_text(store: Store, src: Any, f: SourceFile, fps: ParserFingerprints)
 
 def _check_source(
     store: Store,
-    active: Pointer,
+    ledger: dict[str, LedgerRow],
     uri: str,
     settings: Settings,
     rehash: bool,
@@ -145,7 +164,6 @@ def _check_source(
 
     src = open_source(uri, settings.source)
     parsers = parser_fingerprints(settings.parse)
-    ledger = store.ledger.all(store.chunks.suffix_of(active.chunk_table))
     last = store.runs.last()
     seen_by_run = last.started_at.timestamp() if last and last.started_at else 0.0
 

@@ -251,16 +251,33 @@ def _held_row(hold: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def _publish(report: RunReport) -> None:
+def _publish(report: RunReport, settings: Settings) -> None:
     """Keyed artifacts for the Prefect UI: failed documents, documents held by the
     retrieval check, a run summary and, when a question set is configured, the check."""
     from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
+    from corpusflow.api import failed_documents
+
     key = "".join(c if c.isalnum() else "-" for c in report.collection.lower())
+    # Every document of the collection failed now (this run's, with their attempts, and
+    # earlier runs' that are still failed), also before its first table exists.
+    this_run: dict[str, dict[str, Any]] = {str(f["path"]): f for f in report.failures}
+    ledger: list[dict[str, Any]]
+    try:
+        ledger = failed_documents(settings)
+    except Exception:  # the ledger unreadable now: this run's failures still show
+        ledger = []
+    failed: list[dict[str, Any]] = []
+    for f in ledger:
+        mine = this_run.pop(str(f["path"]), None)
+        failed.append(
+            mine or {**{k: f[k] for k in ("path", "category", "message")}, "attempts": ""}
+        )
+    failed += this_run.values()
     create_table_artifact(
         key=f"failed-documents-{key}",
-        table=report.failures or [{"path": "", "category": "", "message": "no failures"}],
-        description=f"Documents that failed in run {report.run_id}",
+        table=failed or [{"path": "", "category": "", "message": "no failures"}],
+        description=f"Documents of the collection failed after run {report.run_id}",
     )
     create_table_artifact(
         key=f"held-documents-{key}",
@@ -338,10 +355,10 @@ def run_refresh(
         report = engine.run(PrefectExecutor())
     except RetrievalCheckFailed:
         if publish:  # the undone run's figures, for the UI
-            _publish(engine.report)
+            _publish(engine.report, settings)
         raise
     if publish:
-        _publish(report)
+        _publish(report, settings)
     return report
 
 

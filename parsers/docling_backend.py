@@ -1,8 +1,11 @@
 """docling's own backends for every non-PDF format it reads without models.
 
-Office (DOCX, PPTX, XLSX), their 97-2003 forms (DOC, PPT, XLS: docling converts
-them with LibreOffice, which ``parsers.formats`` checks for first), OpenDocument
-(ODT, ODS, ODP), EPUB, HTML, MHTML web archives, WebVTT, CSV/TSV, AsciiDoc and LaTeX. PPTX goes through
+Office (DOCX, PPTX, XLSX), their 97-2003 forms (DOC, PPT, XLS) and RTF: docling converts
+the legacy forms and RTF to Office Open XML with LibreOffice (which ``parsers.formats``
+checks for first) and reads the result with its Office backends, so RTF code pages
+(``\\ansicpg``, ``\\fcharset``: Cyrillic, Central European, Shift-JIS, ...) are decoded as
+declared. Also OpenDocument (ODT, ODS, ODP), EPUB, HTML, MHTML web archives, WebVTT,
+CSV/TSV, AsciiDoc and LaTeX. PPTX goes through
 ``parsers.pptx_charts.ChartPptxBackend``: docling's PowerPoint backend with
 charts read in full. ``conversion_result`` is the one place a docling
 ``ConversionResult`` becomes a ``BackendResult`` (status -> partial or error,
@@ -28,6 +31,7 @@ _FORMATS = {
     "pptx": ("PPTX", ".pptx"),
     "xlsx": ("XLSX", ".xlsx"),
     "doc": ("DOC", ".doc"),
+    "rtf": ("RTF", ".rtf"),
     "ppt": ("PPT", ".ppt"),
     "xls": ("XLS", ".xls"),
     "odt": ("ODT", ".odt"),
@@ -53,16 +57,36 @@ def get_converter() -> Any:
     # to annotate a field; the models that need it import it when they are built.
     import_without("docling.document_converter", "transformers")
     from docling.datamodel.base_models import InputFormat
-    from docling.document_converter import DocumentConverter, PowerpointFormatOption
+    from docling.document_converter import (
+        DocumentConverter,
+        ExcelFormatOption,
+        PowerpointFormatOption,
+        WordFormatOption,
+    )
 
+    from parsers.docx_words import WordsDocxBackend
     from parsers.pptx_charts import ChartPptxBackend
+    from parsers.xlsx_cells import FormattedXlsxBackend
 
     # PowerPoint charts keep X values, bubble sizes, category groups and axis titles
     # (.ppt too: docling converts it to .pptx and then runs the same backend).
     chart_pptx = PowerpointFormatOption(backend=ChartPptxBackend)
+    # Word: formatting runs never split a word, ruby keeps its base text (.doc and .rtf
+    # too: docling converts them to .docx and then runs the same backend).
+    words_docx = WordFormatOption(backend=WordsDocxBackend)
+    # Excel: cells as formatted (3%, 6:15 AM, $1,599.99), .xls too.
+    shown_xlsx = ExcelFormatOption(backend=FormattedXlsxBackend)
     return DocumentConverter(
         allowed_formats=sorted({InputFormat[name] for name, _ext in _FORMATS.values()}),
-        format_options={InputFormat.PPTX: chart_pptx, InputFormat.PPT: chart_pptx},
+        format_options={
+            InputFormat.PPTX: chart_pptx,
+            InputFormat.PPT: chart_pptx,
+            InputFormat.DOCX: words_docx,
+            InputFormat.DOC: words_docx,
+            InputFormat.RTF: words_docx,
+            InputFormat.XLSX: shown_xlsx,
+            InputFormat.XLS: shown_xlsx,
+        },
     )
 
 

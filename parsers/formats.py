@@ -100,13 +100,22 @@ def heif_missing() -> str | None:
 _LO = "parsers.formats:libreoffice_missing"
 
 FORMATS: tuple[FormatSpec, ...] = (
-    FormatSpec("pdf", (".pdf",), PDF, "PDF: text layer with headings and tables; OCR for scans"),
+    FormatSpec(
+        "pdf",
+        (".pdf",),
+        PDF,
+        "PDF: text layer with headings and tables; OCR for scans",
+        # 2: OCR never replaces a page's text layer with less text.
+        version="2",
+    ),
     FormatSpec(
         "docx",
         (".docx", ".docm", ".dotx", ".dotm"),
         DOCLING,
         "Word (Strict OOXML converted by LibreOffice first)",
         fallback=UNSTRUCTURED,
+        # 2: formatting runs never split a word; ruby keeps its base text.
+        version="2",
     ),
     FormatSpec(
         "pptx",
@@ -121,11 +130,26 @@ FORMATS: tuple[FormatSpec, ...] = (
         DOCLING,
         "Excel (Strict OOXML converted by LibreOffice first)",
         fallback=UNSTRUCTURED,
+        version="2",  # 2: cells as formatted (3%, 6:15 AM, $1,599.99)
     ),
-    FormatSpec("doc", (".doc", ".dot"), DOCLING, "Word 97-2003", "LibreOffice", _LO),
+    FormatSpec(
+        "doc",
+        (".doc", ".dot"),
+        DOCLING,
+        "Word 97-2003",
+        "LibreOffice",
+        _LO,
+        version="2",  # as docx 2
+    ),
     FormatSpec("ppt", (".ppt", ".pps", ".pot"), DOCLING, "PowerPoint 97-2003", "LibreOffice", _LO),
     FormatSpec(
-        "xls", (".xls", ".xlt"), DOCLING, "Excel 97-2003 and 2.x-4.x (BIFF)", "LibreOffice", _LO
+        "xls",
+        (".xls", ".xlt"),
+        DOCLING,
+        "Excel 97-2003 and 2.x-4.x (BIFF)",
+        "LibreOffice",
+        _LO,
+        version="2",  # as xlsx 2
     ),
     FormatSpec(
         "odt",
@@ -184,7 +208,19 @@ FORMATS: tuple[FormatSpec, ...] = (
     FormatSpec("txt", (".txt", ".text", ".log"), UNSTRUCTURED, "plain text", text=True),
     FormatSpec("eml", (".eml",), UNSTRUCTURED, "e-mail (headers to metadata)", text=True),
     FormatSpec("msg", (".msg",), UNSTRUCTURED, "Outlook e-mail"),
-    FormatSpec("rtf", (".rtf",), UNSTRUCTURED, "Rich Text (pandoc, bundled)"),
+    FormatSpec(
+        "rtf",
+        (".rtf",),
+        DOCLING,
+        "Rich Text (LibreOffice, code pages decoded as declared)",
+        "LibreOffice",
+        _LO,
+        # pandoc reads a file LibreOffice cannot (or reads no text from), and every RTF
+        # on a machine without LibreOffice; it decodes only Western code pages.
+        fallback=UNSTRUCTURED,
+        # 2: LibreOffice -> DOCX -> docling instead of pandoc.
+        version="2",
+    ),
     FormatSpec(
         "image",
         (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".gif", ".webp"),

@@ -92,8 +92,9 @@ class ParsedDocument:
     ``docling-layout`` (PDF through docling's layout + TableFormer models),
     ``docling-layout+ocr`` (the same, with scanned pages OCR'd),
     ``pdf-offline``, ``pdf-offline+ocr`` (the model-free PDF path), ``ocr``, ``unstructured`` (e-mail,
-    RTF, plain text), ``unstructured-fallback`` (docling failed on the file and
-    unstructured read it; docling's error is in ``warnings``) or ``text``
+    plain text), ``unstructured-fallback`` (docling failed on the file, read no text from
+    it, or cannot run here, as RTF without LibreOffice, and unstructured read it; the
+    reason is in ``warnings``) or ``text``
     (plain paragraphs, when unstructured could not read a text file).
 
     ``status`` is ``partial`` whenever content is known to be missing:

@@ -76,24 +76,54 @@ def _as_utf8(path: Path, spec: FormatSpec) -> Iterator[tuple[Path, list[ParseWar
         yield copy, [ParseWarning("encoding", f"decoded from {encoding}")]
 
 
-def _run_backend(path: Path, spec: FormatSpec, settings: ParseSettings) -> BackendResult:
-    """The format's backend; its fallback when the first rejects the file as corrupt."""
+def _word_count(result: BackendResult) -> int:
+    return len(stored_markdown(result.doc).split())
+
+
+def _fallback(path: Path, spec: FormatSpec, settings: ParseSettings, why: str) -> BackendResult:
+    """The format's fallback backend, marked as such; ``why`` says why it was needed."""
+    assert spec.fallback is not None
+    result: BackendResult = resolve(spec.fallback)(path, spec.fmt, settings)
+    result.parser = f"{result.parser}-fallback"
+    result.warnings.insert(0, ParseWarning("fallback", why))
+    result.partial = False
+    return result
+
+
+def _run_backend(
+    path: Path, spec: FormatSpec, settings: ParseSettings, unavailable: str | None = None
+) -> BackendResult:
+    """The format's backend; its fallback when the first rejects the file as corrupt or
+    reads no text. A fallback never replaces text already extracted with less: when the
+    first backend read something, the fallback's reading is kept only if it has more words.
+
+    ``unavailable`` says why the first backend cannot run on this machine (RTF without
+    LibreOffice): the fallback then reads the file, and the warning says what is missing.
+    """
+    if unavailable:
+        try:
+            return _fallback(path, spec, settings, unavailable)
+        except ParseError as exc:
+            raise ParseError(exc.category, f"{unavailable}; fallback: {exc.message}") from exc
     try:
-        return resolve(spec.backend)(path, spec.fmt, settings)
+        first_result = resolve(spec.backend)(path, spec.fmt, settings)
     except ParseError as exc:
         if exc.category != Category.CORRUPT or spec.fallback is None:
             raise
-        first = exc
+        try:
+            return _fallback(path, spec, settings, f"first backend failed: {exc.message}")
+        except ParseError as second:
+            raise ParseError(
+                exc.category, f"{exc.message}; fallback also failed: {second.message}"
+            ) from second
+    if spec.fallback is None or _word_count(first_result) > 0:
+        return first_result
     try:
-        result: BackendResult = resolve(spec.fallback)(path, spec.fmt, settings)
+        result = _fallback(path, spec, settings, "first backend read no text")
     except ParseError as exc:
-        raise ParseError(
-            first.category, f"{first.message}; fallback also failed: {exc.message}"
-        ) from exc
-    result.parser = f"{result.parser}-fallback"
-    result.warnings.insert(0, ParseWarning("fallback", f"first backend failed: {first.message}"))
-    result.partial = False
-    return result
+        first_result.warn("fallback", f"fallback failed too: {exc.message}")
+        return first_result
+    return result if _word_count(result) > 0 else first_result
 
 
 def parse_file(
@@ -111,14 +141,21 @@ def parse_file(
     fmt = precheck(path, settings)
     spec = spec_for(fmt)
     missing = spec.missing()
-    if missing:
+    if missing and spec.fallback is None:
         raise ParseError(Category.UNSUPPORTED, f"{spec.description} ({fmt}): {missing}")
     if spec.text:
         with _as_utf8(path, spec) as (source, codec_warnings):
-            result = _run_backend(source, spec, settings)
+            result = _run_backend(source, spec, settings, missing)
         result.warnings[:0] = codec_warnings
     else:
-        result = _run_backend(path, spec, settings)
+        result = _run_backend(path, spec, settings, missing)
+    return _document(path, fmt, result, metadata)
+
+
+def _document(
+    path: Path, fmt: str, result: BackendResult, metadata: dict[str, object] | None
+) -> ParsedDocument:
+    """One ParsedDocument from a backend's result; a document without text is ``empty``."""
     doc = result.doc
     markdown = stored_markdown(doc)
     if not markdown.strip():

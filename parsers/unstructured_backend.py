@@ -1,5 +1,6 @@
-"""unstructured backends: e-mail (.eml, .msg), RTF and plain text, and the fallback
-for office/web files that docling rejects.
+"""unstructured backends: e-mail (.eml, .msg) and plain text, and the fallback for
+office/web files and RTF that docling rejects or reads no text from (RTF through pandoc
+also where LibreOffice is missing).
 
 Offline operation. unstructured's element classifier (``partition.text_type``:
 narrative text vs. title) asks spaCy for sentences and part-of-speech tags

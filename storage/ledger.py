@@ -25,6 +25,23 @@ class Ledger:
         rows = self.tables.rows(self.name(suffix))
         return {r["doc_id"]: LedgerRow.from_row(r) for r in rows}
 
+    def suffixes(self) -> list[str]:
+        """The model suffixes that have a ledger: every build that recorded a document,
+        whether or not its chunk table was ever made (a first run where nothing indexed
+        records its failures and makes no table)."""
+        prefix = self.name("") + "__"
+        return sorted(n[len(prefix) :] for n in self.tables.table_names("documents__"))
+
+    def current(self, active_suffix: str | None) -> dict[str, LedgerRow]:
+        """The rows readers should be told about: the active table's ledger, or, while the
+        collection has no table yet, the rows of every ledger it has (failures included)."""
+        if active_suffix is not None:
+            return self.all(active_suffix)
+        rows: dict[str, LedgerRow] = {}
+        for suffix in self.suffixes():
+            rows.update(self.all(suffix))
+        return rows
+
     def columns(self, suffix: str, columns: Sequence[str]) -> pa.Table:
         """Selected ledger columns of every document, as Arrow (empty when no ledger yet).
         The planner reads this instead of ``all()``: a million rows of a few columns

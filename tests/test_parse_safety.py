@@ -544,7 +544,9 @@ def test_unstructured_formats_parse_offline(tmp_path: Path, no_network: list[obj
     rtf = tmp_path / "manual.rtf"
     rtf.write_text(_RTF)
     doc = parse_file(rtf)
-    assert (doc.format, doc.parser) == ("rtf", "unstructured")
+    # RTF is LibreOffice's (docling converts it to DOCX) where LibreOffice is installed.
+    assert doc.format == "rtf"
+    assert doc.parser == ("docling" if shutil.which("soffice") else "unstructured-fallback")
     assert "cooling pump runs at 40 bar" in doc.markdown
     assert "Seal" in doc.markdown and "Weekly" in doc.markdown
     assert "| Seal" in doc.markdown  # a Markdown table, from the docling table model
@@ -608,10 +610,13 @@ def test_broken_msg_and_missing_pandoc_are_categorised(
     import parsers.unstructured_backend as ub
 
     monkeypatch.setattr(ub, "_pandoc_missing", lambda: "RTF needs pandoc: pip install x")
+    monkeypatch.setenv("PATH", str(tmp_path))  # no LibreOffice either
+    monkeypatch.delenv("DOCLING_LIBREOFFICE_CMD", raising=False)
     with pytest.raises(ParseError) as err:
         parse_file(rtf)
     assert err.value.category == Category.UNSUPPORTED
     assert "pip install" in err.value.message
+    assert "LibreOffice" in err.value.message
 
 
 def test_a_named_external_dtd_is_never_loaded(

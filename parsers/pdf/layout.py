@@ -418,6 +418,12 @@ def _ocr_sparse_pages(
         page_lines = [ln for ln in lines if ln.page_no == page_no]
         if not page_lines:
             continue
+        if sum(len(ln.text.strip()) for ln in page_lines) < chars.get(page_no, 0):
+            # a fallback never replaces text already extracted with less
+            warnings.append(
+                ParseWarning("ocr", "OCR read less than the text layer; text layer kept", page_no)
+            )
+            continue
         width, height = sizes[page_no]
         if page_no not in doc.pages:
             doc.add_page(page_no=page_no, size=Size(width=width, height=height))

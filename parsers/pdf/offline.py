@@ -54,6 +54,20 @@ def parse_offline(path: Path, settings: ParseSettings, headings: str = "rules") 
             ocr_lines, ocr_warnings, ocr_failed, turned = ocr_pdf_pages(path, scanned, settings)
             warnings += ocr_warnings
             missing = sorted(set(ocr_failed))
+            ocr_chars: dict[int, int] = {}
+            for line in ocr_lines:
+                ocr_chars[line.page_no] = ocr_chars.get(line.page_no, 0) + len(line.text.strip())
+            # OCR replaces a page's text layer only when it read at least as much: a
+            # page with a few real words ("Hello World") keeps them when OCR finds less.
+            kept = {
+                p for p in set(scanned) - set(ocr_failed) if chars.get(p, 0) > ocr_chars.get(p, 0)
+            }
+            warnings += [
+                ParseWarning("ocr", "OCR read less than the text layer; text layer kept", p)
+                for p in sorted(kept)
+            ]
+            ocr_lines = [ln for ln in ocr_lines if ln.page_no not in kept]
+            scanned = [p for p in scanned if p not in kept]
             redone = set(scanned) - set(ocr_failed)
             lines = [ln for ln in lines if ln.page_no not in redone] + ocr_lines
             lines.sort(key=lambda ln: ln.page_no)  # stable: keeps order inside a page

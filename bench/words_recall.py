@@ -1,0 +1,155 @@
+"""Word recall of corpusflow's stored Markdown against LibreOffice's own text export.
+
+Usage:
+    python bench/words_recall.py DIR [--refs REFDIR] [--json OUT.json] [--ext rtf --ext doc ...]
+    python bench/words_recall.py --compare BEFORE.json AFTER.json
+
+For every RTF, DOC, DOCX, XLS and XLSX file directly in DIR: LibreOffice (``soffice``) exports
+the reference text (Writer: UTF-8 text; Calc: CSV of every sheet with the cells as shown), and
+corpusflow parses the file (``ParserPool``: the same isolation as an ingest). Recall is the
+share of the reference's words (the shared definition in ../shared/tools/parse_metrics.py:
+case-folded word tokens, as a bag) that the stored Markdown holds; a failed file counts 0 and
+shows its category. References are cached in REFDIR (default DIR/.lo-refs) so a second run
+only parses. ``--compare`` prints per-format means and the files that changed between runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+WRITER = {".rtf", ".doc", ".docx"}
+CALC = {".xls", ".xlsx"}
+# Calc CSV export: comma, double quote, UTF-8, first line 1, cells "as shown" (formatted),
+# every sheet to its own file (the last token, -1; LibreOffice >= 7.2).
+CSV_FILTER = "csv:Text - txt - csv (StarCalc):44,34,76,1,,0,false,true,true,false,false,-1"
+WORD = re.compile(r"[\w\u4e00-\u9fff]+", re.UNICODE)  # as ../shared/tools/parse_metrics.py
+
+
+def words(text: str) -> Counter[str]:
+    return Counter(w.lower() for w in WORD.findall(text))
+
+
+def reference(path: Path, refs: Path) -> str | None:
+    """LibreOffice's text of ``path`` (cached), or None when LibreOffice cannot read it."""
+    cached = refs / f"{path.name}.txt"
+    if cached.exists():
+        text = cached.read_text(encoding="utf-8")
+        return text if text != "\0" else None
+    suffix = path.suffix.lower()
+    with tempfile.TemporaryDirectory() as tmp:
+        target = "txt:Text (encoded):UTF8" if suffix in WRITER else CSV_FILTER
+        cmd = ["soffice", f"-env:UserInstallation=file://{tmp}/profile", "--headless"]
+        cmd += ["--convert-to", target, "--outdir", f"{tmp}/out", str(path)]
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            subprocess.run(cmd, capture_output=True, timeout=120, check=False)
+        outs = sorted(Path(tmp, "out").glob("*")) if Path(tmp, "out").exists() else []
+        text = "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in outs)
+    refs.mkdir(parents=True, exist_ok=True)
+    cached.write_text(text if outs else "\0", encoding="utf-8")
+    return text if outs else None
+
+
+def measure(folder: Path, refs: Path, exts: set[str]) -> list[dict[str, object]]:
+    from corpusflow.errors import DocumentError
+    from corpusflow.settings import ParseSettings
+    from parsers import ParserPool
+
+    rows: list[dict[str, object]] = []
+    files = sorted(
+        p for p in folder.iterdir() if p.is_file() and p.suffix.lower().lstrip(".") in exts
+    )
+    with ParserPool(ParseSettings()) as pool:
+        for path in files:
+            ref = reference(path, refs)
+            ref_words = words(ref or "")
+            if not ref_words:
+                continue  # LibreOffice reads no words either: nothing to measure against
+            row: dict[str, object] = {"file": path.name, "kind": path.suffix.lower()[1:]}
+            try:
+                out = pool.parse(path).markdown
+                row["status"] = "indexed"
+            except DocumentError as exc:
+                out = ""
+                row["status"] = exc.category.value
+                row["error"] = str(exc)[:200]
+            common = sum((words(out) & ref_words).values())
+            row["ref_words"] = sum(ref_words.values())
+            row["recall"] = round(common / sum(ref_words.values()), 4)
+            rows.append(row)
+            print(f"{row['recall']:.3f} {row['status']:<10} {path.name}", flush=True)
+    return rows
+
+
+def summary(rows: list[dict[str, object]]) -> dict[str, tuple[int, float, int]]:
+    """Per kind: files, mean recall, files not indexed."""
+    kinds: dict[str, list[dict[str, object]]] = {}
+    for row in rows:
+        kinds.setdefault(str(row["kind"]), []).append(row)
+    return {
+        kind: (
+            len(rs),
+            statistics.mean(float(str(r["recall"])) for r in rs),
+            sum(r["status"] != "indexed" for r in rs),
+        )
+        for kind, rs in sorted(kinds.items())
+    }
+
+
+def print_summary(rows: list[dict[str, object]]) -> None:
+    print("kind  files  mean recall  not indexed")
+    for kind, (n, mean, failed) in summary(rows).items():
+        print(f"{kind:<5} {n:>5}  {mean:>11.3f}  {failed:>11}")
+
+
+def compare(before: Path, after: Path) -> None:
+    a = {str(r["file"]): r for r in json.loads(before.read_text())}
+    b = {str(r["file"]): r for r in json.loads(after.read_text())}
+    common = sorted(set(a) & set(b))
+    sa, sb = summary([a[f] for f in common]), summary([b[f] for f in common])
+    print("kind  files  before  after   not indexed before -> after")
+    for kind in sa:
+        n, ma, fa = sa[kind]
+        _, mb, fb = sb[kind]
+        print(f"{kind:<5} {n:>5}  {ma:.3f}   {mb:.3f}   {fa} -> {fb}")
+    print("\nchanged files (recall before -> after):")
+    for f in common:
+        ra, rb = float(str(a[f]["recall"])), float(str(b[f]["recall"]))
+        if abs(ra - rb) >= 0.005 or a[f]["status"] != b[f]["status"]:
+            print(f"  {ra:.3f} -> {rb:.3f}  {a[f]['status']} -> {b[f]['status']}  {f}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("folder", nargs="?")
+    ap.add_argument("--refs", help="reference cache (default FOLDER/.lo-refs)")
+    ap.add_argument("--json", help="write per-file rows here")
+    ap.add_argument("--ext", action="append", default=[], help="rtf, doc, docx, xls, xlsx")
+    ap.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"))
+    args = ap.parse_args()
+    if args.compare:
+        compare(Path(args.compare[0]), Path(args.compare[1]))
+        return
+    if not args.folder:
+        ap.error("FOLDER is required")
+    folder = Path(args.folder)
+    exts = set(args.ext) or {"rtf", "doc", "docx", "xls", "xlsx"}
+    rows = measure(folder, Path(args.refs) if args.refs else folder / ".lo-refs", exts)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1, ensure_ascii=False))
+    print_summary(rows)
+
+
+if __name__ == "__main__":
+    main()
