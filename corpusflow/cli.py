@@ -230,7 +230,7 @@ def ingest(
     model: Annotated[
         str | None,
         typer.Option(
-            "--model", help="Embedding model: minilm (default), bge-m3, HF id or local dir."
+            "--model", help="Embedding model: use-m3 (default), minilm, bge-m3, HF id or local dir."
         ),
     ] = None,
     config: ConfigOpt = None,

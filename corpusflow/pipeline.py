@@ -108,7 +108,8 @@ def failure_judge(settings: Settings, parsers: ParserFingerprints, chunker: str)
 
 
 def choose_model(settings: Settings, store: Store) -> ModelSpec:
-    """The configured model; when none is configured, the active table's model (or minilm)."""
+    """The configured model; when none is configured, the active table's model (or the
+    default preset, embedding.presets.DEFAULT_MODEL)."""
     from embedding import resolve_model
 
     embed = settings.embed

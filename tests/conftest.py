@@ -30,6 +30,10 @@ for key, value in {
 # Tests never read the developer's own settings.
 for key in [k for k in os.environ if k.startswith("CORPUSFLOW_")]:
     del os.environ[key]
+# The suite's pipeline tests run on the bundled MiniLM, whose paths (NumPy encoder first,
+# torch after) and figures they check; a test of the default model (use-m3,
+# tests/test_multilingual.py) or of the settings' defaults clears this.
+os.environ["CORPUSFLOW_EMBED__MODEL"] = "minilm"
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "samples" / "corpus"
@@ -80,4 +84,4 @@ def minilm_tokenizer():  # type: ignore[no-untyped-def]
     from corpusflow.settings import EmbedSettings
     from embedding import load_embedder
 
-    return load_embedder(EmbedSettings()).tokenizer()
+    return load_embedder(EmbedSettings(model="minilm")).tokenizer()

@@ -17,8 +17,8 @@ TEXTS = [
 ]
 
 
-def test_default_model_is_bundled_minilm() -> None:
-    spec = resolve_model(EmbedSettings())
+def test_bundled_minilm() -> None:
+    spec = resolve_model(EmbedSettings(model="minilm"))
     assert spec.model_id == "sentence-transformers/all-MiniLM-L6-v2"
     assert (spec.dim, spec.max_length, spec.pooling, spec.backend) == (
         384,
@@ -26,7 +26,7 @@ def test_default_model_is_bundled_minilm() -> None:
         "mean",
         "sentence-transformers",
     )
-    emb = load_embedder(EmbedSettings(), spec).embed(TEXTS, batch_size=2)
+    emb = load_embedder(EmbedSettings(model="minilm"), spec).embed(TEXTS, batch_size=2)
     assert emb.dense.shape == (4, 384)
     assert emb.sparse is None
     np.testing.assert_allclose(np.linalg.norm(emb.dense, axis=1), 1.0, atol=1e-5)
@@ -116,7 +116,7 @@ def test_a_run_embeds_with_numpy_until_its_budget_then_with_the_backend() -> Non
     from embedding.query_encoder import NumpyFirstEmbedder, load_document_embedder
     from embedding.st_backend import SentenceTransformerEmbedder
 
-    settings = EmbedSettings(numpy_texts=5)
+    settings = EmbedSettings(model="minilm", numpy_texts=5)
     spec = resolve_model(settings)
     embedder = load_document_embedder(settings, spec)
     assert isinstance(embedder, NumpyFirstEmbedder)

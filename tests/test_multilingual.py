@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,9 +32,15 @@ def _settings(db: Path) -> Settings:
 
 
 @pytest.fixture(scope="module")
-def bilingual_index(tmp_path_factory: pytest.TempPathFactory) -> Settings:
-    """English and Chinese documents indexed with the default settings."""
-    root = tmp_path_factory.mktemp("bilingual")
+def bilingual_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
+    """English and Chinese documents indexed with the default settings (without the
+    suite's MiniLM pin, conftest)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("CORPUSFLOW_EMBED__MODEL", raising=False)
+        yield _index(tmp_path_factory.mktemp("bilingual"))
+
+
+def _index(root: Path) -> Settings:
     docs = root / "docs"
     docs.mkdir()
     for src in (
@@ -46,6 +53,7 @@ def bilingual_index(tmp_path_factory: pytest.TempPathFactory) -> Settings:
     settings = _settings(root / "db")
     report = RefreshEngine(str(docs), settings).refresh()
     assert report.new == 4 and report.failed == 0
+    assert "universal_sentence_encoder" in report.chunk_table
     return settings
 
 

@@ -32,7 +32,9 @@ from tests.helpers.invariants import assert_nothing_lost
 pytestmark = pytest.mark.usefixtures("prefect_server")
 
 REPO = Path(__file__).resolve().parents[1]
-SUFFIX = resolve_model(EmbedSettings()).table_suffix  # the bundled default model's tables
+SUFFIX = resolve_model(
+    EmbedSettings(model="minilm")
+).table_suffix  # the bundled default model's tables
 
 
 def _settings(db: Path, **sections: dict[str, Any]) -> Settings:

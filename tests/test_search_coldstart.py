@@ -61,8 +61,8 @@ def _cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def minilm() -> Any:
-    spec = resolve_model(EmbedSettings())
-    return spec, load_embedder(EmbedSettings(device="cpu"), spec)
+    spec = resolve_model(EmbedSettings(model="minilm"))
+    return spec, load_embedder(EmbedSettings(model="minilm", device="cpu"), spec)
 
 
 def test_query_vectors_match_sentence_transformers(minilm: Any) -> None:

@@ -6,9 +6,16 @@ from pydantic import ValidationError
 from corpusflow.settings import Settings, load_settings
 
 
+@pytest.fixture(autouse=True)
+def _no_model_pin(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are about the settings' own defaults and precedence: without the
+    suite's MiniLM pin (conftest)."""
+    monkeypatch.delenv("CORPUSFLOW_EMBED__MODEL", raising=False)
+
+
 def test_defaults_are_offline_and_local() -> None:
     s = load_settings()
-    assert s.embed.model is None  # the active table's model, else the bundled minilm
+    assert s.embed.model is None  # the active table's model, else the default use-m3
     assert s.storage.db == ".corpusflow/db"
     assert s.storage.collection == "default"
 
