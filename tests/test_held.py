@@ -22,17 +22,19 @@ from corpusflow.settings import Settings
 from corpusflow.verify import nothing_lost
 from storage import Store
 from storage.records import DocStatus, LedgerRow
-from tests.test_retrieval_check import DOCS, QUESTIONS, UNRELATED, _settings, _snapshot
+from tests.test_retrieval_check import (  # the same documents and questions
+    DOCS,
+    QUESTIONS,
+    UNRELATED,
+    _settings,
+    _snapshot,
+    write_folder,
+)
 
 
 @pytest.fixture()
 def folder(tmp_path: Path) -> Path:
-    src = tmp_path / "src"
-    src.mkdir()
-    for name, text in DOCS.items():
-        (src / name).write_text(text, encoding="utf-8")
-    (tmp_path / "q.jsonl").write_text("\n".join(json.dumps(q) for q in QUESTIONS) + "\n")
-    return src
+    return write_folder(tmp_path)
 
 
 def _ledger(db: Path) -> dict[str, LedgerRow]:

@@ -53,6 +53,11 @@ UNRELATED = (
 
 @pytest.fixture()
 def folder(tmp_path: Path) -> Path:
+    return write_folder(tmp_path)
+
+
+def write_folder(tmp_path: Path) -> Path:
+    """The test documents in ``tmp_path/src`` and the questions in ``tmp_path/q.jsonl``."""
     src = tmp_path / "src"
     src.mkdir()
     for name, text in DOCS.items():
