@@ -65,6 +65,7 @@ def _child_env(db: Path, **extra: str) -> dict[str, str]:
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("CORPUSFLOW_")}
     env.update(
+        CORPUSFLOW_EMBED__MODEL="minilm",  # the suite's model (conftest): SUFFIX's tables
         PREFECT_API_URL=str(PREFECT_API_URL.value()),
         CORPUSFLOW_STORAGE__DB=str(db),
         CORPUSFLOW_RUN__PROGRESS="false",
