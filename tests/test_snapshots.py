@@ -76,7 +76,7 @@ def test_no_answer_mixes_revisions_or_tables(tmp_path: Path) -> None:
         "# Canteen\n\nThe canteen opens at seven and serves breakfast until ten.\n",
         encoding="utf-8",
     )
-    RefreshEngine(str(folder), _settings(db)).refresh()
+    RefreshEngine(str(folder), _settings(db, "minilm")).refresh()  # swapped to use-m3 below
     out, stop = tmp_path / "reads.jsonl", tmp_path / "stop"
     reader = subprocess.Popen(
         [
