@@ -21,17 +21,18 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench" / "multilingual"))  # check_questions: the split rule
 ROOT = REPO / "bench" / "multilingual" / "corpus"
 
 
 def _split(path: str) -> str:
-    """The question set's split rule, per document (bench/multilingual/SOURCES.md); the
-    shared corpus's tables, where the tag rules were first looked at, count as dev."""
-    import hashlib
-
+    """The question set's split rule, per document (check_questions.split_of); the shared
+    corpus's tables, where the tag rules were first looked at, count as dev."""
     if Path(path).is_absolute():
         return "dev"
-    return "dev" if hashlib.sha256(path.encode("utf-8")).digest()[0] < 90 else "heldout"
+    from check_questions import split_of
+
+    return split_of(path)
 
 
 def _norm(text: str) -> str:

@@ -109,30 +109,27 @@ def _detector_factory() -> Any:
 def detect_languages(texts: Sequence[str]) -> list[str]:
     """The language of each chunk of one document (in order): the document's, unless a
     chunk's script or its own words say otherwise."""
-    prose = [t for t in texts if not _is_table(t)]
+    tables = [_is_table(t) for t in texts]
+    prose = [t for t, table in zip(texts, tables, strict=True) if not table]
     document = detect_language("\n".join(prose or texts)[:20000], fallback=FALLBACK)
     out = []
-    for text in map(_language_text, texts):
+    for text, table in zip(map(_language_text, texts), tables, strict=True):
         letters = sum(1 for ch in text if ch.isalpha())
         script = _by_script(text, letters)
-        if (
-            script == "zh"
-            and document in ("ja", "ko")
-            and (letters < MIN_LETTERS or _is_table(text))
-        ):
+        if script == "zh" and document in ("ja", "ko") and (letters < MIN_LETTERS or table):
             # A few Han characters without kana or Hangul (names, a table of them) are
             # as much Japanese (or Korean hanja) as Chinese: the document decides. Han
             # prose without a single kana is Chinese.
             out.append(document)
         elif script:
             out.append(script)
-        elif letters < MIN_LETTERS or _is_table(text):
+        elif letters < MIN_LETTERS or table:
             out.append(document)
-        elif document in ("zh", "ja", "ko"):
-            # Latin prose in a CJK document: its own language, whatever the evidence.
-            out.append(detect_language(text, fallback=FALLBACK))
         else:
-            out.append(detect_language(text, fallback=document))
+            # Latin prose in a CJK document: its own language (English without evidence);
+            # in any other document: the document's unless the words say otherwise.
+            fallback = FALLBACK if document in ("zh", "ja", "ko") else document
+            out.append(_langdetect(text, letters, fallback))
     return out
 
 
@@ -168,9 +165,12 @@ def detect_language(text: str, fallback: str = FALLBACK) -> str:
     letters = sum(1 for ch in text if ch.isalpha())
     if letters == 0:
         return UNDETERMINED
-    script = _by_script(text, letters)
-    if script:
-        return script
+    return _by_script(text, letters) or _langdetect(text, letters, fallback)
+
+
+def _langdetect(text: str, letters: int, fallback: str) -> str:
+    """langdetect's answer for ``text`` (already without URLs and code, not in a CJK
+    script), if its words bear it out; else ``fallback``."""
     from langdetect.lang_detect_exception import LangDetectException
 
     detector = _detector_factory().create()
