@@ -44,28 +44,14 @@ from corpusflow.settings import SearchSettings, Settings
 from embedding import Embedder, ModelSpec
 from embedding.query_encoder import load_query_embedder
 from storage import Store
-from storage.records import DocStatus, LedgerRow, Pointer
+from storage.records import ChunkRow, DocStatus, LedgerRow, Pointer
 from storage.tables import read_table, sql_in
 
 _log = logging.getLogger("corpusflow.access")
 
 Mode = Literal["dense", "sparse", "keyword", "hybrid"]
 MODES: tuple[str, ...] = ("dense", "sparse", "keyword", "hybrid")
-_COLUMNS = [
-    "chunk_id",
-    "doc_id",
-    "parent_id",
-    "text",
-    "context",
-    "heading_path",
-    "page_numbers",
-    "path",
-    "title",
-    "format",
-    "metadata_json",
-    "acl_groups",
-    "lang",
-]
+_COLUMNS = list(ChunkRow.HIT_COLUMNS)
 
 
 def _quote(value: str) -> str:

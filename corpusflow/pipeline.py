@@ -31,7 +31,7 @@ from parsers.models import ParseWarning
 from sources import Source, open_source
 from sources.archive import decoder as archive_decoder
 from storage import Store
-from storage.records import DocStatus, LedgerRow
+from storage.records import ChunkRow, DocStatus, LedgerRow, ParentRow
 from storage.schema import embed_key
 
 
@@ -441,45 +441,45 @@ def write_batch(
         )
         for fmt in {p.parsed.format for p in batch}
     }
-    chunk_rows: list[dict[str, Any]] = []
-    parent_rows: list[dict[str, Any]] = []
+    chunk_rows: list[ChunkRow] = []
+    parent_rows: list[ParentRow] = []
     for p in batch:
         meta = json.dumps(p.parsed.metadata)
         for c in p.chunks.children:
             dense, sparse = vectors[keys[c.chunk_id]]
             chunk_rows.append(
-                {
-                    "chunk_id": c.chunk_id,
-                    "doc_id": c.doc_id,
-                    "parent_id": c.parent_id,
-                    "position": c.position,
-                    "text": c.text,
-                    "context": c.context,
-                    "embed_text": c.embed_text,
-                    "embed_key": keys[c.chunk_id],
-                    "heading_path": list(c.heading_path),
-                    "page_numbers": list(c.page_numbers),
-                    "path": p.item.file.rel_path,
-                    "title": p.parsed.title,
-                    "format": p.parsed.format,
-                    "metadata_json": meta,
-                    "acl_groups": _acl(p.parsed.metadata),
-                    "n_tokens": c.n_tokens,
-                    "lang": c.lang or None,
-                    "vector": dense.tolist(),
-                    "sparse_ids": list(sparse.keys()) if sparse is not None else None,
-                    "sparse_weights": list(sparse.values()) if sparse is not None else None,
-                    "manifest_json": manifest[p.parsed.format],
-                }
+                ChunkRow(
+                    chunk_id=c.chunk_id,
+                    doc_id=c.doc_id,
+                    parent_id=c.parent_id,
+                    position=c.position,
+                    text=c.text,
+                    context=c.context,
+                    embed_text=c.embed_text,
+                    embed_key=keys[c.chunk_id],
+                    heading_path=list(c.heading_path),
+                    page_numbers=list(c.page_numbers),
+                    path=p.item.file.rel_path,
+                    title=p.parsed.title,
+                    format=p.parsed.format,
+                    metadata_json=meta,
+                    acl_groups=_acl(p.parsed.metadata),
+                    n_tokens=c.n_tokens,
+                    lang=c.lang or None,
+                    vector=dense,
+                    sparse_ids=list(sparse.keys()) if sparse is not None else None,
+                    sparse_weights=list(sparse.values()) if sparse is not None else None,
+                    manifest_json=manifest[p.parsed.format],
+                )
             )
         parent_rows.extend(
-            {
-                "parent_id": par.parent_id,
-                "doc_id": par.doc_id,
-                "text": par.text,
-                "heading_path": list(par.heading_path),
-                "page_numbers": list(par.page_numbers),
-            }
+            ParentRow(
+                parent_id=par.parent_id,
+                doc_id=par.doc_id,
+                text=par.text,
+                heading_path=list(par.heading_path),
+                page_numbers=list(par.page_numbers),
+            )
             for par in p.chunks.parents
         )
     version = store.chunks.replace(

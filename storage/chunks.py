@@ -4,10 +4,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-import pyarrow as pa
-
+from storage.records import ChunkRow, ParentRow, rows_to_table
 from storage.schema import PARENT_SCHEMA, chunk_schema
 from storage.tables import Tables, add_missing_columns, batches, sql_in
 
@@ -34,8 +32,8 @@ class ChunkTables:
         suffix: str,
         dim: int,
         doc_ids: Sequence[str],
-        chunk_rows: list[dict[str, Any]],
-        parent_rows: list[dict[str, Any]],
+        chunk_rows: Sequence[ChunkRow],
+        parent_rows: Sequence[ParentRow],
     ) -> int:
         """Replace the chunks (and parents) of ``doc_ids``.
 
@@ -57,7 +55,7 @@ class ChunkTables:
                 parents.merge_insert("parent_id")
                 .when_matched_update_all()
                 .when_not_matched_insert_all()
-                .execute(pa.Table.from_pylist(parent_rows, schema=PARENT_SCHEMA))
+                .execute(rows_to_table(parent_rows, PARENT_SCHEMA))
             )
         if chunk_rows:
             (
@@ -65,12 +63,12 @@ class ChunkTables:
                 .when_matched_update_all()
                 .when_not_matched_insert_all()
                 .when_not_matched_by_source_delete(scope)
-                .execute(pa.Table.from_pylist(chunk_rows, schema=schema))
+                .execute(rows_to_table(chunk_rows, schema))
             )
         elif doc_ids:
             chunks.delete(scope)
         if doc_ids:
-            keep = sorted({str(r["parent_id"]) for r in parent_rows})
+            keep = sorted({r.parent_id for r in parent_rows})
             stale = f"({scope}) AND NOT ({sql_in('parent_id', keep)})" if keep else scope
             if parents.count_rows(stale):
                 parents.delete(stale)

@@ -1,19 +1,22 @@
-"""Typed rows of the bookkeeping tables: what crosses the storage boundary.
+"""Typed rows: what crosses the storage boundary.
 
 ``Store`` reads and writes these, never bare dicts: a ledger row is a ``LedgerRow``
-with a ``DocStatus``, the active pointer a ``Pointer``, a finished run a ``RunRecord``.
-Each mirrors its Arrow schema in ``storage.schema`` field for field (a test checks it);
-rows of tables written before a column existed read it as its default.
+with a ``DocStatus``, the active pointer a ``Pointer``, a finished run a ``RunRecord``, a chunk a ``ChunkRow``, a parent section a
+``ParentRow``. Each mirrors its Arrow schema in ``storage.schema`` field for field (a
+test checks it); rows of tables written before a column existed read it as its default.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+import pyarrow as pa
 
 
 class DocStatus(StrEnum):
@@ -53,6 +56,33 @@ class _Record:
 
     def to_row(self) -> dict[str, Any]:
         return asdict(self)  # type: ignore[call-overload]
+
+    @classmethod
+    def field_names(cls) -> list[str]:
+        return [f.name for f in fields(cls)]  # type: ignore[arg-type]
+
+
+def rows_to_table(rows: Sequence[_Record], schema: pa.Schema) -> pa.Table:
+    """Typed rows as an Arrow table of ``schema``, column by column (no per-row dicts).
+
+    A fixed-size list column whose values are NumPy vectors is built from one stacked
+    array instead of a Python list per row.
+    """
+    columns: dict[str, pa.Array] = {}
+    for f in schema:
+        values = [getattr(r, f.name) for r in rows]
+        if (
+            pa.types.is_fixed_size_list(f.type)
+            and values
+            and all(isinstance(v, np.ndarray) for v in values)
+        ):
+            flat = np.stack(values).astype(np.float32, copy=False).reshape(-1)
+            columns[f.name] = pa.FixedSizeListArray.from_arrays(
+                pa.array(flat, type=f.type.value_type), f.type.list_size
+            )
+        else:
+            columns[f.name] = pa.array(values, type=f.type)
+    return pa.Table.from_pydict(columns, schema=schema)
 
 
 @dataclass(slots=True)
@@ -131,3 +161,59 @@ class RunRecord(_Record):
     @property
     def report(self) -> dict[str, Any]:
         return dict(json.loads(self.report_json or "{}"))
+
+
+@dataclass(slots=True)
+class ChunkRow(_Record):
+    """One child chunk in ``C__chunks__<model>`` (``storage.schema.chunk_schema``)."""
+
+    chunk_id: str
+    doc_id: str
+    parent_id: str | None = None
+    position: int = 0
+    text: str = ""  # the chunk as in the document
+    context: str = ""  # contextual-retrieval prefix
+    embed_text: str = ""  # context + text: what is embedded and FTS-indexed
+    embed_key: str | None = None  # storage.schema.embed_key(embed_text)
+    heading_path: list[str] = field(default_factory=list)
+    page_numbers: list[int] = field(default_factory=list)
+    path: str = ""  # source-relative path
+    title: str | None = None
+    format: str | None = None
+    metadata_json: str = "{}"
+    acl_groups: list[str] | None = None  # None = readable by everyone
+    n_tokens: int = 0
+    lang: str | None = None  # ISO 639-1 ("und" = unknown)
+    vector: Sequence[float] | np.ndarray = ()  # the dense vector (NumPy or a list)
+    sparse_ids: list[int] | None = None  # None for dense-only models
+    sparse_weights: list[float] | None = None
+    manifest_json: str = "{}"  # parser/chunker/embedder versions
+
+    # What a search hit reads of a chunk (never the vectors, the embedded text or the
+    # manifest): corpusflow.api selects these.
+    HIT_COLUMNS: ClassVar[tuple[str, ...]] = (
+        "chunk_id",
+        "doc_id",
+        "parent_id",
+        "text",
+        "context",
+        "heading_path",
+        "page_numbers",
+        "path",
+        "title",
+        "format",
+        "metadata_json",
+        "acl_groups",
+        "lang",
+    )
+
+
+@dataclass(slots=True)
+class ParentRow(_Record):
+    """One parent section in ``C__parents__<model>`` (``storage.schema.PARENT_SCHEMA``)."""
+
+    parent_id: str
+    doc_id: str
+    text: str = ""
+    heading_path: list[str] = field(default_factory=list)
+    page_numbers: list[int] = field(default_factory=list)

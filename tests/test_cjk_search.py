@@ -16,6 +16,7 @@ from corpusflow.settings import Settings, load_settings
 from flows.refresh import refresh_flow
 from storage import Store
 from storage.maintenance import FTS_SETTINGS, _fts_index, ensure_indexes, fts_is_current
+from storage.records import ChunkRow
 from storage.schema import chunk_schema
 from tests.test_cli import _cli
 
@@ -96,6 +97,7 @@ def test_cli_search_lang_and_per_language_eval(bilingual: Settings) -> None:
 
 
 def _old_rows(dim: int) -> list[dict[str, Any]]:
+    """Rows of a chunk table from before the ``lang`` column (written as plain dicts)."""
     vec = np.ones(dim, dtype=np.float32) / np.sqrt(dim)
     return [
         {
@@ -140,7 +142,7 @@ def test_old_table_gains_the_column_and_a_cjk_index(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="ingest"):
         searcher.search("x", mode="keyword", filters=Filters(lang=["zh"]))
     # The next write adds the column; maintenance rebuilds the index with the CJK tokenizer.
-    new = {**_old_rows(dim)[0], "chunk_id": "c9", "doc_id": "d2", "lang": "zh"}
+    new = ChunkRow.from_row({**_old_rows(dim)[0], "chunk_id": "c9", "doc_id": "d2", "lang": "zh"})
     store.chunks.replace("m", dim, ["d2"], [new], [])
     table = store.db.open_table(name)
     assert "lang" in table.schema.names

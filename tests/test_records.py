@@ -9,13 +9,25 @@ import pyarrow as pa
 import pytest
 
 from storage import Store
-from storage.records import DocStatus, LedgerRow, Pointer, RunRecord
-from storage.schema import LEDGER_SCHEMA, POINTER_SCHEMA, RUNS_SCHEMA
+from storage.records import ChunkRow, DocStatus, LedgerRow, ParentRow, Pointer, RunRecord
+from storage.schema import (
+    LEDGER_SCHEMA,
+    PARENT_SCHEMA,
+    POINTER_SCHEMA,
+    RUNS_SCHEMA,
+    chunk_schema,
+)
 
 
 @pytest.mark.parametrize(
     ("record", "schema"),
-    [(LedgerRow, LEDGER_SCHEMA), (Pointer, POINTER_SCHEMA), (RunRecord, RUNS_SCHEMA)],
+    [
+        (LedgerRow, LEDGER_SCHEMA),
+        (Pointer, POINTER_SCHEMA),
+        (RunRecord, RUNS_SCHEMA),
+        (ChunkRow, chunk_schema(4)),
+        (ParentRow, PARENT_SCHEMA),
+    ],
 )
 def test_records_mirror_their_schemas(record: type, schema: pa.Schema) -> None:
     assert sorted(f.name for f in fields(record)) == sorted(schema.names)
@@ -69,3 +81,37 @@ def test_each_role_owns_its_tables_and_the_pointer_swaps(tmp_path: Path) -> None
     assert back.model_fingerprint == "m1" and back.parent_table == "c__parents__m1"
     with pytest.raises(ValueError, match="refusing to drop the active table"):
         store.drop_model_tables("m1")
+
+
+def test_chunk_and_parent_rows_round_trip_through_lance(tmp_path: Path) -> None:
+    """The writer takes typed rows (NumPy vectors or lists) and the searcher's columns
+    are chunk columns: one schema for writer, reader and tests."""
+    import numpy as np
+
+    store = Store(str(tmp_path / "db"))
+    chunks = [
+        ChunkRow(
+            chunk_id=f"c{i}",
+            doc_id="d",
+            parent_id="p",
+            position=i,
+            text=f"chunk {i}",
+            embed_text=f"chunk {i}",
+            heading_path=["H"],
+            page_numbers=[i + 1],
+            path="a.md",
+            vector=np.full(4, i, dtype=np.float64) if i else [0.5, 0.5, 0.5, 0.5],
+        )
+        for i in range(3)
+    ]
+    parents = [ParentRow(parent_id="p", doc_id="d", text="chunk 0 chunk 1 chunk 2")]
+    store.chunks.replace("m", 4, ["d"], chunks[1:], parents)
+    store.chunks.replace("m", 4, ["d"], chunks[:1] + chunks[2:], parents)  # a list vector too
+    table = store.db.open_table(store.chunks.name("m"))
+    back = {r["chunk_id"]: ChunkRow.from_row(r) for r in table.to_arrow().to_pylist()}
+    assert sorted(back) == ["c0", "c2"]  # c1 is gone: replace is per document
+    assert back["c2"].vector == [2.0] * 4 and back["c0"].vector == [0.5] * 4
+    assert back["c2"].page_numbers == [3] and back["c2"].heading_path == ["H"]
+    assert set(ChunkRow.HIT_COLUMNS) <= set(ChunkRow.field_names())
+    parent_rows = store.db.open_table(store.chunks.parent_name("m")).to_arrow().to_pylist()
+    assert [ParentRow.from_row(r) for r in parent_rows] == parents

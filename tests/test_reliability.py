@@ -126,12 +126,13 @@ def test_sigkill_during_parsing_then_rerun(corpus: Path, tmp_path: Path) -> None
 _COMMIT_LOOP = """
 import sys
 from storage import Store
+from storage.records import ChunkRow
 store = Store(sys.argv[1])
 suffix = sys.argv[2]
 table = store.db.open_table(store.chunks.name(suffix))
-rows = table.to_arrow().to_pylist()
-dim = len(rows[0]["vector"])
-doc_ids = sorted({r["doc_id"] for r in rows})
+rows = [ChunkRow.from_row(r) for r in table.to_arrow().to_pylist()]
+dim = len(rows[0].vector)
+doc_ids = sorted({r.doc_id for r in rows})
 print("ready", flush=True)
 while True:  # re-commit the same chunks: every iteration is a full merge_insert commit
     store.chunks.replace(suffix, dim, doc_ids, rows, [])
