@@ -57,8 +57,25 @@ _WRITTEN = {
 }
 
 
+def _heic(tmp_path: Path) -> Path | None:
+    """The WebP sample saved as HEIC (pillow-heif encodes it)."""
+    image = _SHIPPED["image"]
+    if not image.is_file():
+        return None
+    import pillow_heif
+    from PIL import Image
+
+    pillow_heif.register_heif_opener()
+    path = tmp_path / "sample.heic"
+    with Image.open(image) as img:
+        img.convert("RGB").save(path, format="HEIF", quality=90)
+    return path
+
+
 def sample_file(spec: FormatSpec, tmp_path: Path) -> Path | None:
-    """A real file of ``spec``'s format, or None when this machine has none."""
+    """A real file of ``spec``'s format, or None when this machine has none (msg)."""
+    if spec.fmt == "heic":
+        return _heic(tmp_path)
     if spec.fmt in _WRITTEN:
         path = tmp_path / f"sample{spec.extensions[0]}"
         path.write_text(_WRITTEN[spec.fmt], encoding="utf-8")
