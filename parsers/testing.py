@@ -26,7 +26,7 @@ A format whose requirement is missing here (LibreOffice, pillow-heif), or for wh
 from __future__ import annotations
 
 import json
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import ClassVar
 
@@ -89,7 +89,10 @@ class BackendConformance:
         if sample is None:
             pytest.skip(f"no {fmt} sample here")
         # As the registry hands it over: a text file decoded to UTF-8.
-        with as_utf8(sample, spec) if spec.text else nullcontext((sample, [])) as (path, _):
+        handed: AbstractContextManager[tuple[Path, list[ParseWarning]]] = (
+            as_utf8(sample, spec) if spec.text else nullcontext((sample, []))
+        )
+        with handed as (path, _):
             assert backend.is_valid(path, spec), f"{sample.name} is not valid {fmt}"
             try:
                 result = backend.parse(path, spec, self.settings())
