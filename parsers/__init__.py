@@ -7,13 +7,9 @@ rapidocr, pypdfium2) are imported only inside the functions that use them.
 """
 
 from parsers.errors import ParseError
+from parsers.fingerprint import parser_fingerprints
 from parsers.isolation import ParserPool
-from parsers.models import (
-    PARSER_VERSION,
-    ParsedDocument,
-    ParserFingerprints,
-    parser_fingerprints,
-)
+from parsers.models import PARSER_VERSION, ParsedDocument, ParserFingerprints
 from parsers.registry import parse_file
 
 __all__ = [

@@ -19,75 +19,48 @@ import io
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from parsers.backend import TableBackend
 from parsers.errors import Category, ParseError
 from parsers.models import BackendResult, ParseWarning
 
 if TYPE_CHECKING:
     from corpusflow.settings import ParseSettings
+    from parsers.formats import FormatSpec
 
-# Our format -> (docling InputFormat name, the extension the stream is given).
-_FORMATS = {
-    "docx": ("DOCX", ".docx"),
-    "pptx": ("PPTX", ".pptx"),
-    "xlsx": ("XLSX", ".xlsx"),
-    "doc": ("DOC", ".doc"),
-    "rtf": ("RTF", ".rtf"),
-    "ppt": ("PPT", ".ppt"),
-    "xls": ("XLS", ".xls"),
-    "odt": ("ODT", ".odt"),
-    "ods": ("ODS", ".ods"),
-    "odp": ("ODP", ".odp"),
-    "epub": ("EPUB", ".epub"),
-    "html": ("HTML", ".html"),
-    "mhtml": ("MHTML", ".mhtml"),
-    "vtt": ("VTT", ".vtt"),
-    "md": ("MD", ".md"),
-    "csv": ("CSV", ".csv"),
-    "tsv": ("CSV", ".csv"),
-    "asciidoc": ("ASCIIDOC", ".adoc"),
-    "latex": ("LATEX", ".tex"),
-}
+# docling's own Markdown reader, which the text backend hands its Markdown to.
+_MARKDOWN = ("MD", ".md")
 
 
 @functools.lru_cache(maxsize=1)
 def get_converter() -> Any:
+    """One converter for every format whose row names a docling input format; a row's
+    ``docling_backend`` option replaces docling's reader for that input format (Word:
+    formatting runs never split a word, ruby keeps its base text; PowerPoint: charts
+    keep X values, bubble sizes, category groups and axis titles; Excel: cells as
+    formatted). The legacy forms and RTF name the same reader: docling converts them
+    to OOXML first."""
     from corpusflow.runtime import import_without
 
     # docling's VLM options import transformers (~2-5 s of CPU per parser process) only
     # to annotate a field; the models that need it import it when they are built.
     import_without("docling.document_converter", "transformers")
     from docling.datamodel.base_models import InputFormat
-    from docling.document_converter import (
-        DocumentConverter,
-        ExcelFormatOption,
-        PowerpointFormatOption,
-        WordFormatOption,
-    )
+    from docling.document_converter import DocumentConverter, FormatOption
+    from docling.pipeline.simple_pipeline import SimplePipeline
 
-    from parsers.docx_words import WordsDocxBackend
-    from parsers.pptx_charts import ChartPptxBackend
-    from parsers.xlsx_cells import FormattedXlsxBackend
+    from parsers.formats import FORMATS, resolve
 
-    # PowerPoint charts keep X values, bubble sizes, category groups and axis titles
-    # (.ppt too: docling converts it to .pptx and then runs the same backend).
-    chart_pptx = PowerpointFormatOption(backend=ChartPptxBackend)
-    # Word: formatting runs never split a word, ruby keeps its base text (.doc and .rtf
-    # too: docling converts them to .docx and then runs the same backend).
-    words_docx = WordFormatOption(backend=WordsDocxBackend)
-    # Excel: cells as formatted (3%, 6:15 AM, $1,599.99), .xls too.
-    shown_xlsx = ExcelFormatOption(backend=FormattedXlsxBackend)
-    return DocumentConverter(
-        allowed_formats=sorted({InputFormat[name] for name, _ext in _FORMATS.values()}),
-        format_options={
-            InputFormat.PPTX: chart_pptx,
-            InputFormat.PPT: chart_pptx,
-            InputFormat.DOCX: words_docx,
-            InputFormat.DOC: words_docx,
-            InputFormat.RTF: words_docx,
-            InputFormat.XLSX: shown_xlsx,
-            InputFormat.XLS: shown_xlsx,
-        },
-    )
+    allowed = {InputFormat[_MARKDOWN[0]]}
+    options: dict[Any, Any] = {}
+    for spec in FORMATS:
+        if not spec.option("docling"):
+            continue
+        fmt = InputFormat[spec.option("docling")]
+        allowed.add(fmt)
+        if spec.option("docling_backend"):
+            backend = resolve(spec.option("docling_backend"))
+            options[fmt] = FormatOption(pipeline_cls=SimplePipeline, backend=backend)
+    return DocumentConverter(allowed_formats=sorted(allowed), format_options=options)
 
 
 def conversion_result(result: Any, parser: str) -> BackendResult:
@@ -109,52 +82,81 @@ def conversion_result(result: Any, parser: str) -> BackendResult:
     )
 
 
-def convert_bytes(data: bytes, name: str, fmt: str) -> BackendResult:
-    """Convert ``data`` as format ``fmt`` (``name`` is the document's name)."""
-    if fmt not in _FORMATS:
-        raise ParseError(Category.UNSUPPORTED, f"docling backend does not handle {fmt}")
+def convert_bytes(data: bytes, name: str, input_format: str, suffix: str) -> BackendResult:
+    """Convert ``data`` as docling's ``input_format`` (``name`` is the document's name;
+    ``suffix`` the extension docling's reader takes the stream by)."""
     from docling.datamodel.document import DocumentStream
 
     # The stream carries the *detected* format's extension so a misnamed file
     # reaches the right docling backend.
-    stream = DocumentStream(name=f"{name}{_FORMATS[fmt][1]}", stream=io.BytesIO(data))
+    stream = DocumentStream(name=f"{name}{suffix}", stream=io.BytesIO(data))
     try:
         result = get_converter().convert(stream, raises_on_error=False)
     except Exception as exc:  # docling raises plain exceptions for broken input
         raise ParseError(Category.CORRUPT, f"{type(exc).__name__}: {exc}"[:2000]) from exc
-    if result.input.format is not None and result.input.format.name != _FORMATS[fmt][0]:
+    if result.input.format is not None and result.input.format.name != input_format:
         # docling sniffs content too; say when it read the file as something else.
         out = conversion_result(result, "docling")
-        out.warn("docling", f"read as {result.input.format.value}, not {fmt}")
+        out.warn("docling", f"read as {result.input.format.value}, not {input_format}")
         return out
     return conversion_result(result, "docling")
 
 
-def parse(path: Path, fmt: str, settings: ParseSettings) -> BackendResult:
-    """The backend entry point (see ``parsers.formats``)."""
-    data = path.read_bytes()
-    if fmt == "epub":  # docling reads an EPUB as one only with its mimetype member first
-        from parsers.containers import epub_mimetype_first
-
-        data = epub_mimetype_first(data)
-    elif fmt in ("docx", "xlsx", "pptx"):
-        data = _transitional(data, fmt)
-    return convert_bytes(data, path.stem, fmt)
+def convert_markdown(markdown: str, name: str) -> BackendResult:
+    """Markdown through docling's own Markdown reader."""
+    return convert_bytes(markdown.encode("utf-8"), name, *_MARKDOWN)
 
 
-def _transitional(data: bytes, fmt: str) -> bytes:
+class DoclingBackend(TableBackend):
+    """docling's reader for the row's ``docling`` input format.
+
+    Options: ``docling`` (docling's ``InputFormat`` name, required), ``stream_suffix``
+    (the extension docling takes the stream by; the format's first extension),
+    ``docling_backend`` (``module:Class`` replacing docling's reader, see
+    ``get_converter``), ``prepare`` (``module:function``, ``(bytes, FormatSpec) ->
+    bytes``, run before conversion: a container fix-up).
+    """
+
+    name = "parsers.docling_backend:parse"
+
+    def parse(self, path: Path, spec: FormatSpec, settings: ParseSettings) -> BackendResult:
+        input_format = spec.option("docling")
+        if not input_format:
+            raise ParseError(Category.UNSUPPORTED, f"docling backend does not handle {spec.fmt}")
+        self.check_valid(path, spec)
+        data = path.read_bytes()
+        if spec.option("prepare"):
+            from parsers.formats import resolve
+
+            data = resolve(spec.option("prepare"))(data, spec)
+        suffix = spec.option("stream_suffix", spec.extensions[0])
+        return convert_bytes(data, path.stem, input_format, suffix)
+
+
+BACKEND = DoclingBackend()
+
+
+def strict_as_transitional(data: bytes, spec: FormatSpec) -> bytes:
     """Strict OOXML saved as Transitional by LibreOffice; other files as they are."""
     from parsers.containers import is_strict_ooxml, strict_to_transitional
     from parsers.formats import libreoffice_missing
 
     if not is_strict_ooxml(data):
         return data
+    kind = spec.extensions[0].lstrip(".")
     missing = libreoffice_missing()
     if missing:
-        raise ParseError(Category.UNSUPPORTED, f"Strict OOXML {fmt} needs LibreOffice: {missing}")
+        raise ParseError(Category.UNSUPPORTED, f"Strict OOXML {kind} needs LibreOffice: {missing}")
     try:
-        return strict_to_transitional(data, fmt)
+        return strict_to_transitional(data, kind)
     except Exception as exc:  # subprocess errors, timeouts, no output
         raise ParseError(
-            Category.CORRUPT, f"Strict OOXML {fmt}: LibreOffice could not convert it: {exc}"[:500]
+            Category.CORRUPT, f"Strict OOXML {kind}: LibreOffice could not convert it: {exc}"[:500]
         ) from exc
+
+
+def epub_mimetype_first(data: bytes, spec: FormatSpec) -> bytes:
+    """An EPUB with its ``mimetype`` member first (``parsers.containers``)."""
+    from parsers.containers import epub_mimetype_first as fixed
+
+    return fixed(data)

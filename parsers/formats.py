@@ -1,10 +1,19 @@
 """The format table: every file kind corpusflow reads, its backend and what it needs.
 
-One row per format. ``backend`` is ``"module:function"`` with the signature
-``(path, fmt, settings) -> BackendResult`` and is imported only when a file of
-that format is parsed, so this module stays free of heavy imports (the
-sniffer, the CLI's ``formats`` command and the docs read it). Adding a format
-is one row here and, where no existing backend reads it, one module.
+One row per format, and everything format-specific lives in the row: how the
+sniffer (``parsers.safety``) recognises it (``binary``, ``container``,
+``main_part``), which backend reads it and with which per-format options
+(``options``: docling's input format and backend class, the text reader, the
+unstructured partitioner, a fix-up before conversion), its fallback, what it needs
+installed, and its version in the parser fingerprint (``parsers.fingerprint``).
+Backends (``parsers.backend.Backend``) never branch on a format's name. Adding a
+format is one row here and, where no existing backend reads it, one backend module.
+
+``backend`` and ``fallback`` name a ``Backend`` object as ``"module:attribute"``
+(``parsers.backend.load_backend``); it is imported only when a file of that format
+is parsed (or a fingerprint is taken), so
+this module stays free of heavy imports (the sniffer, the CLI's ``formats`` command
+and the docs read it).
 
 ``needs`` says, for people, what must be installed beyond corpusflow's own
 packages; ``requirement`` (``"module:function"`` returning ``None`` or what is
@@ -24,11 +33,11 @@ from typing import Any, cast
 
 from corpusflow import zipguard
 
-DOCLING = "parsers.docling_backend:parse"
-UNSTRUCTURED = "parsers.unstructured_backend:parse"
-TEXT = "parsers.text_backend:parse"
-PDF = "parsers.pdf:parse_pdf"
-IMAGE = "parsers.pdf:parse_image"
+DOCLING = "parsers.docling_backend:BACKEND"
+UNSTRUCTURED = "parsers.unstructured_backend:BACKEND"
+TEXT = "parsers.text_backend:BACKEND"
+PDF = "parsers.pdf:PDF"
+IMAGE = "parsers.pdf:IMAGE"
 
 LIBREOFFICE_HELP = (
     "install LibreOffice headless (Debian/Ubuntu: apt-get install -y --no-install-recommends "
@@ -50,15 +59,35 @@ class FormatSpec:
     fallback: str | None = None
     # Text formats are decoded (any encoding) before the backend sees them.
     text: bool = False
-    # Bump when this format's parse output changes for the same bytes and settings:
-    # its documents, and only they, are parsed again (parsers.models.parser_fingerprints).
+    # Bump when this format's parse output changes for the same bytes and settings
+    # (also when one of its options changes): its documents, and only they, are
+    # parsed again (parsers.fingerprint.parser_fingerprints).
     version: str = "1"
+    # Binary data: a file named as this format whose bytes are not is corrupt
+    # (text formats, and MHTML, are taken at their name and decoded).
+    binary: bool = False
+    # "zip": a ZIP container whose members the pre-checks inspect (bombs, DTDs, encryption).
+    container: str = ""
+    # The member folder every container of this kind has (OOXML: "word/"); the sniffer
+    # tells OOXML kinds apart by it.
+    main_part: str = ""
+    # What the backend (and fallback) need to know about this format, as (key, value)
+    # pairs: see each backend module for the keys it reads.
+    options: tuple[tuple[str, str], ...] = ()
 
     def missing(self) -> str | None:
         """What is missing on this machine to read this format, or None."""
         if self.requirement is None:
             return None
         return _call(self.requirement)()
+
+    def option(self, key: str, default: str = "") -> str:
+        """The row's option ``key`` for its backends, ``default`` when not set."""
+        return next((v for k, v in self.options if k == key), default)
+
+
+def _options(**values: str) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted(values.items()))
 
 
 def _call(target: str) -> Callable[..., Any]:
@@ -67,7 +96,7 @@ def _call(target: str) -> Callable[..., Any]:
 
 
 def resolve(target: str) -> Callable[..., Any]:
-    """The backend function named ``module:function``."""
+    """The function named ``module:function`` (requirements, options that name one)."""
     return _call(target)
 
 
@@ -99,6 +128,13 @@ def heif_missing() -> str | None:
 
 _LO = "parsers.formats:libreoffice_missing"
 
+# docling's own readers that replace its defaults (docling_backend reads the option).
+_WORDS = "parsers.docx_words:WordsDocxBackend"  # no word split by a formatting run
+_CHARTS = "parsers.pptx_charts:ChartPptxBackend"  # charts read in full
+_CELLS = "parsers.xlsx_cells:FormattedXlsxBackend"  # cells as formatted
+_STRICT = "parsers.docling_backend:strict_as_transitional"
+_ODF = "parsers.formats:odfdo_missing"
+
 FORMATS: tuple[FormatSpec, ...] = (
     FormatSpec(
         "pdf",
@@ -107,6 +143,7 @@ FORMATS: tuple[FormatSpec, ...] = (
         "PDF: text layer with headings and tables; OCR for scans",
         # 2: OCR never replaces a page's text layer with less text.
         version="2",
+        binary=True,
     ),
     FormatSpec(
         "docx",
@@ -116,6 +153,12 @@ FORMATS: tuple[FormatSpec, ...] = (
         fallback=UNSTRUCTURED,
         # 2: formatting runs never split a word; ruby keeps its base text.
         version="2",
+        binary=True,
+        container="zip",
+        main_part="word/",
+        options=_options(
+            docling="DOCX", docling_backend=_WORDS, prepare=_STRICT, unstructured="docx"
+        ),
     ),
     FormatSpec(
         "pptx",
@@ -123,6 +166,12 @@ FORMATS: tuple[FormatSpec, ...] = (
         DOCLING,
         "PowerPoint (charts read as tables; Strict OOXML converted by LibreOffice first)",
         fallback=UNSTRUCTURED,
+        binary=True,
+        container="zip",
+        main_part="ppt/",
+        options=_options(
+            docling="PPTX", docling_backend=_CHARTS, prepare=_STRICT, unstructured="pptx"
+        ),
     ),
     FormatSpec(
         "xlsx",
@@ -131,7 +180,15 @@ FORMATS: tuple[FormatSpec, ...] = (
         "Excel (Strict OOXML converted by LibreOffice first)",
         fallback=UNSTRUCTURED,
         version="2",  # 2: cells as formatted (3%, 6:15 AM, $1,599.99)
+        binary=True,
+        container="zip",
+        main_part="xl/",
+        options=_options(
+            docling="XLSX", docling_backend=_CELLS, prepare=_STRICT, unstructured="xlsx"
+        ),
     ),
+    # docling converts the 97-2003 forms (and RTF) to OOXML with LibreOffice, then
+    # reads them with the same backend as the OOXML form.
     FormatSpec(
         "doc",
         (".doc", ".dot"),
@@ -140,8 +197,19 @@ FORMATS: tuple[FormatSpec, ...] = (
         "LibreOffice",
         _LO,
         version="2",  # as docx 2
+        binary=True,
+        options=_options(docling="DOC", docling_backend=_WORDS),
     ),
-    FormatSpec("ppt", (".ppt", ".pps", ".pot"), DOCLING, "PowerPoint 97-2003", "LibreOffice", _LO),
+    FormatSpec(
+        "ppt",
+        (".ppt", ".pps", ".pot"),
+        DOCLING,
+        "PowerPoint 97-2003",
+        "LibreOffice",
+        _LO,
+        binary=True,
+        options=_options(docling="PPT", docling_backend=_CHARTS),
+    ),
     FormatSpec(
         "xls",
         (".xls", ".xlt"),
@@ -150,6 +218,8 @@ FORMATS: tuple[FormatSpec, ...] = (
         "LibreOffice",
         _LO,
         version="2",  # as xlsx 2
+        binary=True,
+        options=_options(docling="XLS", docling_backend=_CELLS),
     ),
     FormatSpec(
         "odt",
@@ -157,7 +227,10 @@ FORMATS: tuple[FormatSpec, ...] = (
         DOCLING,
         "OpenDocument text",
         "odfdo",
-        "parsers.formats:odfdo_missing",
+        _ODF,
+        binary=True,
+        container="zip",
+        options=_options(docling="ODT"),
     ),
     FormatSpec(
         "ods",
@@ -165,7 +238,10 @@ FORMATS: tuple[FormatSpec, ...] = (
         DOCLING,
         "OpenDocument spreadsheet",
         "odfdo",
-        "parsers.formats:odfdo_missing",
+        _ODF,
+        binary=True,
+        container="zip",
+        options=_options(docling="ODS"),
     ),
     FormatSpec(
         "odp",
@@ -173,41 +249,164 @@ FORMATS: tuple[FormatSpec, ...] = (
         DOCLING,
         "OpenDocument presentation",
         "odfdo",
-        "parsers.formats:odfdo_missing",
+        _ODF,
+        binary=True,
+        container="zip",
+        options=_options(docling="ODP"),
     ),
-    # 2: found by its mimetype member or container.xml wherever they sit in the ZIP.
-    FormatSpec("epub", (".epub",), DOCLING, "EPUB e-book", version="2"),
     FormatSpec(
-        "html", (".html", ".htm", ".xhtml"), DOCLING, "HTML", fallback=UNSTRUCTURED, text=True
+        "epub",
+        (".epub",),
+        DOCLING,
+        "EPUB e-book",
+        # 2: found by its mimetype member or container.xml wherever they sit in the ZIP.
+        version="2",
+        binary=True,
+        container="zip",
+        # docling reads an EPUB as one only with its mimetype member first.
+        options=_options(docling="EPUB", prepare="parsers.docling_backend:epub_mimetype_first"),
     ),
-    FormatSpec("mhtml", (".mhtml", ".mht"), DOCLING, "web archive (MHTML)"),
-    FormatSpec("vtt", (".vtt",), DOCLING, "WebVTT captions and meeting transcripts", text=True),
-    FormatSpec("csv", (".csv",), DOCLING, "CSV (delimiter detected)", text=True),
-    FormatSpec("tsv", (".tsv", ".tab"), DOCLING, "tab-separated values", text=True),
     FormatSpec(
-        "md", (".md", ".markdown", ".mdown"), TEXT, "Markdown (YAML front matter read)", text=True
+        "html",
+        (".html", ".htm", ".xhtml"),
+        DOCLING,
+        "HTML",
+        fallback=UNSTRUCTURED,
+        text=True,
+        # the page's own charset declaration is rewritten when it is decoded to UTF-8
+        options=_options(docling="HTML", unstructured="html", meta_charset="yes"),
     ),
-    FormatSpec("asciidoc", (".adoc", ".asciidoc", ".asc"), DOCLING, "AsciiDoc", text=True),
-    FormatSpec("latex", (".tex", ".latex"), DOCLING, "LaTeX", text=True),
-    FormatSpec("rst", (".rst", ".rest"), TEXT, "reStructuredText (section titles kept)", text=True),
-    FormatSpec("org", (".org",), TEXT, "Org mode (outline kept)", text=True),
-    # 2: a stream of concatenated JSON values is read as a list of records.
+    FormatSpec(
+        "mhtml",
+        (".mhtml", ".mht"),
+        DOCLING,
+        "web archive (MHTML)",
+        options=_options(docling="MHTML"),
+    ),
+    FormatSpec(
+        "vtt",
+        (".vtt",),
+        DOCLING,
+        "WebVTT captions and meeting transcripts",
+        text=True,
+        options=_options(docling="VTT"),
+    ),
+    FormatSpec(
+        "csv",
+        (".csv",),
+        DOCLING,
+        "CSV (delimiter detected)",
+        text=True,
+        options=_options(docling="CSV"),
+    ),
+    FormatSpec(
+        "tsv",
+        (".tsv", ".tab"),
+        DOCLING,
+        "tab-separated values",
+        text=True,
+        # docling's CSV reader detects the tab; it takes the stream by its .csv name
+        options=_options(docling="CSV", stream_suffix=".csv"),
+    ),
+    FormatSpec(
+        "md",
+        (".md", ".markdown", ".mdown"),
+        TEXT,
+        "Markdown (YAML front matter read)",
+        text=True,
+        options=_options(reader="markdown", parser="docling"),
+    ),
+    FormatSpec(
+        "asciidoc",
+        (".adoc", ".asciidoc", ".asc"),
+        DOCLING,
+        "AsciiDoc",
+        text=True,
+        options=_options(docling="ASCIIDOC"),
+    ),
+    FormatSpec(
+        "latex",
+        (".tex", ".latex"),
+        DOCLING,
+        "LaTeX",
+        text=True,
+        options=_options(docling="LATEX"),
+    ),
+    FormatSpec(
+        "rst",
+        (".rst", ".rest"),
+        TEXT,
+        "reStructuredText (section titles kept)",
+        text=True,
+        options=_options(reader="rst"),
+    ),
+    FormatSpec(
+        "org",
+        (".org",),
+        TEXT,
+        "Org mode (outline kept)",
+        text=True,
+        options=_options(reader="org"),
+    ),
     FormatSpec(
         "json",
         (".json",),
         TEXT,
         "JSON, or concatenated JSON values (keys become headings and fields)",
         text=True,
+        # 2: a stream of concatenated JSON values is read as a list of records.
         version="2",
+        options=_options(reader="json"),
     ),
-    FormatSpec("ndjson", (".ndjson", ".jsonl"), TEXT, "JSON lines, one record each", text=True),
     FormatSpec(
-        "yaml", (".yaml", ".yml"), TEXT, "YAML (keys become headings and fields)", text=True
+        "ndjson",
+        (".ndjson", ".jsonl"),
+        TEXT,
+        "JSON lines, one record each",
+        text=True,
+        options=_options(reader="ndjson"),
     ),
-    FormatSpec("xml", (".xml",), TEXT, "XML (element text under its element path)", text=True),
-    FormatSpec("txt", (".txt", ".text", ".log"), UNSTRUCTURED, "plain text", text=True),
-    FormatSpec("eml", (".eml",), UNSTRUCTURED, "e-mail (headers to metadata)", text=True),
-    FormatSpec("msg", (".msg",), UNSTRUCTURED, "Outlook e-mail"),
+    FormatSpec(
+        "yaml",
+        (".yaml", ".yml"),
+        TEXT,
+        "YAML (keys become headings and fields)",
+        text=True,
+        options=_options(reader="yaml"),
+    ),
+    FormatSpec(
+        "xml",
+        (".xml",),
+        TEXT,
+        "XML (element text under its element path)",
+        text=True,
+        options=_options(reader="xml"),
+    ),
+    FormatSpec(
+        "txt",
+        (".txt", ".text", ".log"),
+        UNSTRUCTURED,
+        "plain text",
+        text=True,
+        # a file unstructured cannot partition is still read, as plain paragraphs
+        options=_options(unstructured="text", paragraphs="yes"),
+    ),
+    FormatSpec(
+        "eml",
+        (".eml",),
+        UNSTRUCTURED,
+        "e-mail (headers to metadata)",
+        text=True,
+        options=_options(unstructured="email"),
+    ),
+    FormatSpec(
+        "msg",
+        (".msg",),
+        UNSTRUCTURED,
+        "Outlook e-mail",
+        binary=True,
+        options=_options(unstructured="msg"),
+    ),
     FormatSpec(
         "rtf",
         (".rtf",),
@@ -220,12 +419,15 @@ FORMATS: tuple[FormatSpec, ...] = (
         fallback=UNSTRUCTURED,
         # 2: LibreOffice -> DOCX -> docling instead of pandoc.
         version="2",
+        binary=True,
+        options=_options(docling="RTF", docling_backend=_WORDS, unstructured="rtf"),
     ),
     FormatSpec(
         "image",
         (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".gif", ".webp"),
         IMAGE,
         "image, read by OCR (any right-angle orientation)",
+        binary=True,
     ),
     FormatSpec(
         "heic",
@@ -234,6 +436,9 @@ FORMATS: tuple[FormatSpec, ...] = (
         "HEIC/HEIF photo, read by OCR",
         "pillow-heif",
         "parsers.formats:heif_missing",
+        binary=True,
+        # Pillow opens HEIC once pillow-heif registers its opener.
+        options=_options(image_opener="pillow_heif:register_heif_opener"),
     ),
 )
 
@@ -245,3 +450,10 @@ ARCHIVE_EXTENSIONS = zipguard.ARCHIVE_EXTENSIONS
 
 def spec_for(fmt: str) -> FormatSpec:
     return BY_FORMAT[fmt]
+
+
+# What the pre-checks (parsers.safety) read from the rows.
+BINARY_FORMATS = frozenset(spec.fmt for spec in FORMATS if spec.binary)
+ZIP_FORMATS = frozenset(spec.fmt for spec in FORMATS if spec.container == "zip")
+# The OOXML kinds by the member folder each has, in table order.
+MAIN_PARTS = {spec.fmt: spec.main_part for spec in FORMATS if spec.main_part}

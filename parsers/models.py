@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -11,11 +10,10 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from docling_core.types.doc import DoclingDocument
 
-    from corpusflow.settings import ParseSettings
-
 # Bump when the parse output of every format changes for the same bytes and settings
 # (format detection, the registry's common handling); a change to one backend bumps
-# that format's ``FormatSpec.version`` in parsers/formats.py instead, so only the
+# that format's ``FormatSpec.version`` in parsers/formats.py instead (the fingerprint
+# itself is taken in parsers/fingerprint.py), so only the
 # documents of that format are parsed again. Fingerprints are per format since
 # version 6 (every document is parsed once more on that upgrade).
 # 2: unstructured backend (eml, msg, rtf, txt; fallback for docling failures),
@@ -163,34 +161,3 @@ class ParserFingerprints:
             return None
         parsed = ParsedDocument.from_json(hit[1])
         return parsed if self.of(parsed.format) == hit[0] else None
-
-
-def parser_fingerprints(settings: ParseSettings) -> ParserFingerprints:
-    """Each format's fingerprint: the common parser version, the format's backend,
-    fallback and version, and the settings that backend reads (OCR for PDFs and
-    images; for PDFs also the path that will actually run: with ``pdf_pipeline='auto'``
-    models arriving on, or leaving, the machine switch PDFs between the layout and the
-    model-free path)."""
-    from parsers.formats import FORMATS, IMAGE, PDF
-    from parsers.pdf.layout import fingerprint_part
-
-    ocr = {
-        "ocr": settings.ocr,
-        "ocr_engine": settings.ocr_engine,
-        "ocr_min_chars_per_page": settings.ocr_min_chars_per_page,
-        "ocr_scale": settings.ocr_scale,
-    }
-    pdf = {**ocr, **fingerprint_part(settings), "pdf_pipeline": settings.pdf_pipeline}
-    out: dict[str, str] = {}
-    for spec in FORMATS:
-        relevant: dict[str, object] = {
-            "version": PARSER_VERSION,
-            "format": spec.fmt,
-            "format_version": spec.version,
-            "backend": spec.backend,
-            "fallback": spec.fallback,
-            **(pdf if spec.backend == PDF else ocr if spec.backend == IMAGE else {}),
-        }
-        blob = json.dumps(relevant, sort_keys=True).encode()
-        out[spec.fmt] = hashlib.sha256(blob).hexdigest()[:16]
-    return ParserFingerprints(out)

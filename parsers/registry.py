@@ -4,7 +4,8 @@
 children): pre-checks and format detection (``parsers.safety``), the format's
 requirement check (LibreOffice for legacy Office, ...), text decoding for text
 formats (``parsers.textcodec``: any encoding, a UTF-8 copy for the backend),
-the backend from ``parsers.formats`` with its fallback, then one
+the backend from ``parsers.formats`` (a ``parsers.backend.Backend``) with its
+fallback, then one
 ``ParsedDocument`` whatever the backend.
 """
 
@@ -19,8 +20,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from corpusflow.settings import ParseSettings
+from parsers.backend import load_backend
 from parsers.errors import Category, ParseError
-from parsers.formats import FormatSpec, resolve, spec_for
+from parsers.formats import FormatSpec, spec_for
 from parsers.models import BackendResult, ParsedDocument, ParseWarning
 from parsers.safety import precheck
 
@@ -58,7 +60,7 @@ def warm_up(settings: ParseSettings | None = None) -> None:
 
 
 @contextlib.contextmanager
-def _as_utf8(path: Path, spec: FormatSpec) -> Iterator[tuple[Path, list[ParseWarning]]]:
+def as_utf8(path: Path, spec: FormatSpec) -> Iterator[tuple[Path, list[ParseWarning]]]:
     """A text file as UTF-8 for its backend: itself when it already is, else a copy."""
     from parsers.textcodec import decode
 
@@ -68,7 +70,7 @@ def _as_utf8(path: Path, spec: FormatSpec) -> Iterator[tuple[Path, list[ParseWar
         yield path, []
         return
     data = text.encode("utf-8")
-    if spec.fmt == "html":  # the page's own declaration must not contradict the copy
+    if spec.option("meta_charset") == "yes":  # the page's declaration must agree with the copy
         data = _META_CHARSET.sub(rb"\1utf-8", data, count=1)
     with tempfile.TemporaryDirectory(prefix="corpusflow-text-") as tmp:
         copy = Path(tmp) / path.name
@@ -83,7 +85,7 @@ def _word_count(result: BackendResult) -> int:
 def _fallback(path: Path, spec: FormatSpec, settings: ParseSettings, why: str) -> BackendResult:
     """The format's fallback backend, marked as such; ``why`` says why it was needed."""
     assert spec.fallback is not None
-    result: BackendResult = resolve(spec.fallback)(path, spec.fmt, settings)
+    result = load_backend(spec.fallback).parse(path, spec, settings)
     result.parser = f"{result.parser}-fallback"
     result.warnings.insert(0, ParseWarning("fallback", why))
     result.partial = False
@@ -106,7 +108,7 @@ def _run_backend(
         except ParseError as exc:
             raise ParseError(exc.category, f"{unavailable}; fallback: {exc.message}") from exc
     try:
-        first_result = resolve(spec.backend)(path, spec.fmt, settings)
+        first_result = load_backend(spec.backend).parse(path, spec, settings)
     except ParseError as exc:
         if exc.category != Category.CORRUPT or spec.fallback is None:
             raise
@@ -144,7 +146,7 @@ def parse_file(
     if missing and spec.fallback is None:
         raise ParseError(Category.UNSUPPORTED, f"{spec.description} ({fmt}): {missing}")
     if spec.text:
-        with _as_utf8(path, spec) as (source, codec_warnings):
+        with as_utf8(path, spec) as (source, codec_warnings):
             result = _run_backend(source, spec, settings, missing)
         result.warnings[:0] = codec_warnings
     else:

@@ -28,12 +28,19 @@ from typing import NoReturn
 from corpusflow.settings import ParseSettings
 from corpusflow.zipguard import zip_problem
 from parsers.errors import Category, ParseError
-from parsers.formats import ARCHIVE_EXTENSIONS, EXTENSION_FORMATS
+from parsers.formats import (
+    ARCHIVE_EXTENSIONS,
+    BINARY_FORMATS,
+    EXTENSION_FORMATS,
+    MAIN_PARTS,
+    ZIP_FORMATS,
+)
 
-# ZIP containers by the format they hold; all of them get the bomb and DTD checks.
-ZIP_FORMATS = {"docx", "pptx", "xlsx", "odt", "ods", "odp", "epub"}
-# The part every ZIP container of that kind has.
-_OFFICE_MAIN_PART = {"docx": "word/", "pptx": "ppt/", "xlsx": "xl/"}
+# What the format table says (``FormatSpec.binary``, ``container``, ``main_part``):
+# ZIP containers by the format they hold (all of them get the bomb and DTD checks),
+# the part every OOXML container of a kind has, the formats whose bytes are binary.
+_OFFICE_MAIN_PART = MAIN_PARTS
+_BINARY_FORMATS = BINARY_FORMATS
 # The ``mimetype`` member of OpenDocument and EPUB containers (templates add a suffix).
 _ZIP_MIMETYPES = {
     "application/vnd.oasis.opendocument.text": "odt",
@@ -67,7 +74,6 @@ _OLE_STREAMS = (
     ("book", "xls"),
     ("powerpoint document", "ppt"),
 )
-_BINARY_FORMATS = {"pdf", "image", "heic", "msg", "rtf", "doc", "ppt", "xls", *ZIP_FORMATS}
 _HEIC_BRANDS = (b"heic", b"heix", b"hevc", b"hevx", b"heim", b"heis", b"mif1", b"msf1")
 FORMATS_HELP = "run `corpusflow formats` for the list of supported kinds"
 ENCRYPTED_HELP = "corpusflow cannot read it: exclude it (source.exclude) or index a decrypted copy"

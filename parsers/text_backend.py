@@ -18,51 +18,96 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from parsers.backend import TableBackend
 from parsers.errors import Category, ParseError
 from parsers.models import BackendResult
 
 if TYPE_CHECKING:
     from corpusflow.settings import ParseSettings
+    from parsers.formats import FormatSpec
 
 _MAX_LEVEL = 6
 
 
-def parse(path: Path, fmt: str, settings: ParseSettings) -> BackendResult:
-    text = path.read_text(encoding="utf-8", errors="replace")
-    meta: dict[str, Any] = {}
-    warnings: list[str] = []
-    if fmt == "md":
-        front = front_matter(text)
-        if front is not None:
-            meta, text = front
-        markdown = text
-    elif fmt == "rst":
-        markdown = rst_to_markdown(text)
-    elif fmt == "org":
-        markdown, title = org_to_markdown(text)
-        if title:
-            meta["title"] = title
-    elif fmt in ("json", "yaml"):
-        markdown = _structured_to_markdown(_load(text, fmt), path.stem)
-    elif fmt == "ndjson":
-        records, warnings = _ndjson(text)
-        markdown = _structured_to_markdown(records, path.stem)
-    elif fmt == "xml":
-        markdown = xml_to_markdown(path.read_bytes())
-    else:
-        raise ParseError(Category.UNSUPPORTED, f"text backend does not handle {fmt}")
-    from parsers.docling_backend import convert_bytes
+# A reader: (decoded text, path) -> (Markdown, metadata, warnings).
+_Reader = Callable[[str, Path], tuple[str, dict[str, Any], list[str]]]
 
-    result = convert_bytes(markdown.encode("utf-8"), path.stem, "md")
-    result.parser = "docling" if fmt == "md" else f"text-{fmt}"
-    result.metadata.update(meta)
-    for w in warnings:
-        result.warn(fmt, w)
-    return result
+
+def _read_markdown(text: str, path: Path) -> tuple[str, dict[str, Any], list[str]]:
+    front = front_matter(text)
+    if front is not None:
+        meta, body = front
+        return body, meta, []
+    return text, {}, []
+
+
+def _read_rst(text: str, path: Path) -> tuple[str, dict[str, Any], list[str]]:
+    return rst_to_markdown(text), {}, []
+
+
+def _read_org(text: str, path: Path) -> tuple[str, dict[str, Any], list[str]]:
+    markdown, title = org_to_markdown(text)
+    return markdown, ({"title": title} if title else {}), []
+
+
+def _read_json(text: str, path: Path) -> tuple[str, dict[str, Any], list[str]]:
+    return _structured_to_markdown(_load(text, "json"), path.stem), {}, []
+
+
+def _read_yaml(text: str, path: Path) -> tuple[str, dict[str, Any], list[str]]:
+    return _structured_to_markdown(_load(text, "yaml"), path.stem), {}, []
+
+
+def _read_ndjson(text: str, path: Path) -> tuple[str, dict[str, Any], list[str]]:
+    records, warnings = _ndjson(text)
+    return _structured_to_markdown(records, path.stem), {}, warnings
+
+
+def _read_xml(text: str, path: Path) -> tuple[str, dict[str, Any], list[str]]:
+    return xml_to_markdown(path.read_bytes()), {}, []
+
+
+_READERS: dict[str, _Reader] = {
+    "markdown": _read_markdown,
+    "rst": _read_rst,
+    "org": _read_org,
+    "json": _read_json,
+    "yaml": _read_yaml,
+    "ndjson": _read_ndjson,
+    "xml": _read_xml,
+}
+
+
+class TextBackend(TableBackend):
+    """Structured text as Markdown for docling's Markdown reader.
+
+    Options: ``reader`` (``markdown``, ``rst``, ``org``, ``json``, ``yaml``, ``ndjson``,
+    ``xml``), ``parser`` (the name the result carries; ``text-<format>`` by default).
+    """
+
+    name = "parsers.text_backend:parse"
+
+    def parse(self, path: Path, spec: FormatSpec, settings: ParseSettings) -> BackendResult:
+        reader = _READERS.get(spec.option("reader"))
+        if reader is None:
+            raise ParseError(Category.UNSUPPORTED, f"text backend does not handle {spec.fmt}")
+        text = path.read_text(encoding="utf-8", errors="replace")
+        markdown, meta, warnings = reader(text, path)
+        from parsers.docling_backend import convert_markdown
+
+        result = convert_markdown(markdown, path.stem)
+        result.parser = spec.option("parser", f"text-{spec.fmt}")
+        result.metadata.update(meta)
+        for w in warnings:
+            result.warn(spec.fmt, w)
+        return result
+
+
+BACKEND = TextBackend()
 
 
 # -- Markdown --------------------------------------------------------------------------

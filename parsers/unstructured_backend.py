@@ -33,9 +33,11 @@ from __future__ import annotations
 import functools
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from parsers.backend import TableBackend
 from parsers.errors import Category, ParseError
 from parsers.models import BackendResult
 
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
     from docling_core.types.doc import DoclingDocument
 
     from corpusflow.settings import ParseSettings
+    from parsers.formats import FormatSpec
 
 _SPACY_MODEL = "en_core_web_sm"
 _SENTENCE_END = re.compile(r"[.!?][\"')\]]*$")
@@ -94,53 +97,83 @@ def _pandoc_missing() -> str | None:
     return None
 
 
-def _partition(path: Path, fmt: str) -> list[Any]:
+def _email(name: str, common: dict[str, Any]) -> list[Any]:
+    from unstructured.partition.email import partition_email
+
+    return list(partition_email(filename=name, process_attachments=False, **common))
+
+
+def _msg(name: str, common: dict[str, Any]) -> list[Any]:
+    try:
+        from unstructured.partition.msg import partition_msg
+    except ImportError as exc:
+        raise ParseError(
+            Category.UNSUPPORTED,
+            f"Outlook .msg needs python-oxmsg: pip install python-oxmsg ({exc})",
+        ) from exc
+    return list(partition_msg(filename=name, process_attachments=False, **common))
+
+
+def _rtf(name: str, common: dict[str, Any]) -> list[Any]:
+    missing = _pandoc_missing()
+    if missing:
+        raise ParseError(Category.UNSUPPORTED, missing)
+    from unstructured.partition.rtf import partition_rtf
+
+    return list(partition_rtf(filename=name, **common))
+
+
+def _text(name: str, common: dict[str, Any]) -> list[Any]:
+    from unstructured.partition.text import partition_text
+
+    return list(partition_text(filename=name, **common))
+
+
+def _docx(name: str, common: dict[str, Any]) -> list[Any]:
+    from unstructured.partition.docx import partition_docx
+
+    return list(partition_docx(filename=name, infer_table_structure=True, **common))
+
+
+def _pptx(name: str, common: dict[str, Any]) -> list[Any]:
+    from unstructured.partition.pptx import partition_pptx
+
+    return list(partition_pptx(filename=name, infer_table_structure=True, **common))
+
+
+def _xlsx(name: str, common: dict[str, Any]) -> list[Any]:
+    from unstructured.partition.xlsx import partition_xlsx
+
+    return list(partition_xlsx(filename=name, infer_table_structure=True, **common))
+
+
+def _html(name: str, common: dict[str, Any]) -> list[Any]:
+    from unstructured.partition.html import partition_html
+
+    return list(partition_html(filename=name, **common))
+
+
+# The partitioners a row's ``unstructured`` option names.
+_PARTITIONERS: dict[str, Callable[[str, dict[str, Any]], list[Any]]] = {
+    "email": _email,
+    "msg": _msg,
+    "rtf": _rtf,
+    "text": _text,
+    "docx": _docx,
+    "pptx": _pptx,
+    "xlsx": _xlsx,
+    "html": _html,
+}
+
+
+def _partition(path: Path, kind: str) -> list[Any]:
+    partitioner = _PARTITIONERS.get(kind)
+    if partitioner is None:
+        raise ParseError(Category.UNSUPPORTED, f"unstructured backend does not handle {kind}")
     _offline_nlp()
     # Documents are tagged as English without language detection: detection
     # only fills metadata we do not use and costs time on every element.
-    common: dict[str, Any] = {"languages": ["eng"]}
-    name = str(path)
-    if fmt == "eml":
-        from unstructured.partition.email import partition_email
-
-        return list(partition_email(filename=name, process_attachments=False, **common))
-    if fmt == "msg":
-        try:
-            from unstructured.partition.msg import partition_msg
-        except ImportError as exc:
-            raise ParseError(
-                Category.UNSUPPORTED,
-                f"Outlook .msg needs python-oxmsg: pip install python-oxmsg ({exc})",
-            ) from exc
-        return list(partition_msg(filename=name, process_attachments=False, **common))
-    if fmt == "rtf":
-        missing = _pandoc_missing()
-        if missing:
-            raise ParseError(Category.UNSUPPORTED, missing)
-        from unstructured.partition.rtf import partition_rtf
-
-        return list(partition_rtf(filename=name, **common))
-    if fmt == "txt":
-        from unstructured.partition.text import partition_text
-
-        return list(partition_text(filename=name, **common))
-    if fmt == "docx":
-        from unstructured.partition.docx import partition_docx
-
-        return list(partition_docx(filename=name, infer_table_structure=True, **common))
-    if fmt == "pptx":
-        from unstructured.partition.pptx import partition_pptx
-
-        return list(partition_pptx(filename=name, infer_table_structure=True, **common))
-    if fmt == "xlsx":
-        from unstructured.partition.xlsx import partition_xlsx
-
-        return list(partition_xlsx(filename=name, infer_table_structure=True, **common))
-    if fmt == "html":
-        from unstructured.partition.html import partition_html
-
-        return list(partition_html(filename=name, **common))
-    raise ParseError(Category.UNSUPPORTED, f"unstructured backend does not handle {fmt}")
+    return partitioner(str(path), {"languages": ["eng"]})
 
 
 def _heading_level(element: Any) -> int:
@@ -327,12 +360,20 @@ def _email_document(elements: list[Any], headers: dict[str, Any], name: str) -> 
     return doc
 
 
-def convert(path: Path, fmt: str) -> tuple[DoclingDocument, list[str], dict[str, Any]]:
-    """Partition with unstructured; returns (document, warnings, parser metadata)."""
+# Partitioners of e-mail, whose headers go to metadata, and the readers of those headers.
+_HEADERS: dict[str, Callable[[Path], dict[str, Any]]] = {
+    "email": lambda path: _eml_headers(path),
+    "msg": lambda path: _msg_headers(path),
+}
+
+
+def convert(path: Path, kind: str) -> tuple[DoclingDocument, list[str], dict[str, Any]]:
+    """Partition with unstructured's ``kind`` partitioner (``_PARTITIONERS``); returns
+    (document, warnings, parser metadata)."""
     try:
-        elements = _partition(path, fmt)
-        if fmt in ("eml", "msg"):
-            headers = _eml_headers(path) if fmt == "eml" else _msg_headers(path)
+        elements = _partition(path, kind)
+        if kind in _HEADERS:
+            headers = _HEADERS[kind](path)
             return _email_document(elements, headers, path.stem), [], {"email": headers}
     except ParseError:
         raise
@@ -357,18 +398,31 @@ def _paragraphs(path: Path) -> DoclingDocument:
     return doc
 
 
-def parse(path: Path, fmt: str, settings: ParseSettings) -> BackendResult:
-    """The backend entry point (see ``parsers.formats``): e-mail, RTF, plain text,
-    and docling's formats when docling rejected a file (``parser`` then says so)."""
-    try:
-        doc, warnings, meta = convert(path, fmt)
-    except ParseError as exc:
-        if fmt != "txt" or exc.category != Category.CORRUPT:
-            raise
-        result = BackendResult(doc=_paragraphs(path), parser="text")
-        result.warn("unstructured", exc.message)
+class UnstructuredBackend(TableBackend):
+    """unstructured's partitioners: e-mail, RTF, plain text, and docling's formats
+    when docling rejected a file (``parser`` then says so).
+
+    Options: ``unstructured`` (the partitioner, ``_PARTITIONERS``), ``paragraphs``
+    (``yes``: a file the partitioner finds corrupt is read as plain paragraphs,
+    parser ``text``).
+    """
+
+    name = "parsers.unstructured_backend:parse"
+
+    def parse(self, path: Path, spec: FormatSpec, settings: ParseSettings) -> BackendResult:
+        self.check_valid(path, spec)
+        try:
+            doc, warnings, meta = convert(path, spec.option("unstructured"))
+        except ParseError as exc:
+            if spec.option("paragraphs") != "yes" or exc.category != Category.CORRUPT:
+                raise
+            result = BackendResult(doc=_paragraphs(path), parser="text")
+            result.warn("unstructured", exc.message)
+            return result
+        result = BackendResult(doc=doc, parser="unstructured", metadata=meta)
+        for w in warnings:
+            result.warn("unstructured", w)
         return result
-    result = BackendResult(doc=doc, parser="unstructured", metadata=meta)
-    for w in warnings:
-        result.warn("unstructured", w)
-    return result
+
+
+BACKEND = UnstructuredBackend()

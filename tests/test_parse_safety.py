@@ -274,7 +274,7 @@ def no_heavy_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
     import parsers.unstructured_backend
 
     monkeypatch.setattr(parsers.docling_backend, "convert_bytes", forbidden)
-    monkeypatch.setattr(parsers.docling_backend, "parse", forbidden)
+    monkeypatch.setattr(parsers.docling_backend.DoclingBackend, "parse", forbidden)
     monkeypatch.setattr(parsers.unstructured_backend, "convert", forbidden)
 
 

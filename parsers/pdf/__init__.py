@@ -1,9 +1,8 @@
 """PDF and image backends: the text layer with headings and tables, OCR for scans.
 
-Entry points (the format table in ``parsers.formats`` names them):
-``parse_pdf(path, fmt, settings)`` and ``parse_image(path, fmt, settings)``
-return a ``BackendResult``; ``warm_up(settings)`` builds the converters a
-parser process reuses.
+Backends (``parsers.backend.Backend``; the format table in ``parsers.formats`` names
+them): ``PDF`` and ``IMAGE``; ``warm_up(settings)`` builds the converters a parser
+process reuses.
 
 Modules, by role (each imports only those above it in this list):
 
@@ -21,39 +20,85 @@ Modules, by role (each imports only those above it in this list):
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from corpusflow.settings import ParseSettings
+from parsers.backend import TableBackend
 from parsers.errors import Category, ParseError
 from parsers.models import BackendResult
 
-
-def parse_pdf(path: Path, fmt: str, settings: ParseSettings) -> BackendResult:
-    """``parse.pdf_pipeline``: 'layout' -> docling's layout models (an error without
-    them); 'auto' -> layout when its models are on this machine, else model-free."""
-    from parsers.pdf.layout import layout_models_available, parse_layout
-    from parsers.pdf.offline import parse_offline
-
-    if settings.pdf_pipeline == "layout" or (
-        settings.pdf_pipeline == "auto" and layout_models_available(settings)
-    ):
-        return parse_layout(path, settings)
-    return parse_offline(path, settings)
+if TYPE_CHECKING:
+    from parsers.formats import FormatSpec
 
 
-def parse_image(path: Path, fmt: str, settings: ParseSettings) -> BackendResult:
-    """An image file read by OCR, as one page."""
-    from parsers.pdf.assemble import lines_to_document
-    from parsers.pdf.ocr import ocr_image_file
+def _ocr_settings(settings: ParseSettings) -> dict[str, object]:
+    return {
+        "ocr": settings.ocr,
+        "ocr_engine": settings.ocr_engine,
+        "ocr_min_chars_per_page": settings.ocr_min_chars_per_page,
+        "ocr_scale": settings.ocr_scale,
+    }
 
-    if not settings.ocr:
-        raise ParseError(Category.UNSUPPORTED, "image file and OCR is disabled (parse.ocr)")
-    if fmt == "heic":
-        import pillow_heif
 
-        pillow_heif.register_heif_opener()
-    lines, size, warnings = ocr_image_file(path)
-    doc = lines_to_document(lines, {1: size}, path.stem, [])
-    return BackendResult(doc=doc, parser="ocr", warnings=warnings, page_count=1)
+class PdfBackend(TableBackend):
+    """PDF: ``parse.pdf_pipeline``: 'layout' -> docling's layout models (an error without
+    them); 'auto' -> layout when its models are on this machine, else model-free.
+    Its fingerprint names the path that will run, so models arriving on (or leaving)
+    the machine re-parse PDFs under ``auto``."""
+
+    name = "parsers.pdf:parse_pdf"
+
+    def fingerprint(self, settings: ParseSettings) -> dict[str, object]:
+        from parsers.pdf.layout import fingerprint_part
+
+        return {
+            **_ocr_settings(settings),
+            **fingerprint_part(settings),
+            "pdf_pipeline": settings.pdf_pipeline,
+        }
+
+    def parse(self, path: Path, spec: FormatSpec, settings: ParseSettings) -> BackendResult:
+        from parsers.pdf.layout import layout_models_available, parse_layout
+        from parsers.pdf.offline import parse_offline
+
+        self.check_valid(path, spec)
+        if settings.pdf_pipeline == "layout" or (
+            settings.pdf_pipeline == "auto" and layout_models_available(settings)
+        ):
+            return parse_layout(path, settings)
+        return parse_offline(path, settings)
+
+
+class ImageBackend(TableBackend):
+    """An image file read by OCR, as one page. Option ``image_opener``
+    (``module:function``): registers the Pillow opener the format needs."""
+
+    name = "parsers.pdf:parse_image"
+
+    def fingerprint(self, settings: ParseSettings) -> dict[str, object]:
+        return _ocr_settings(settings)
+
+    def parse(self, path: Path, spec: FormatSpec, settings: ParseSettings) -> BackendResult:
+        from parsers.pdf.assemble import lines_to_document
+        from parsers.pdf.ocr import ocr_image_file
+
+        if not settings.ocr:
+            raise ParseError(Category.UNSUPPORTED, "image file and OCR is disabled (parse.ocr)")
+        if spec.option("image_opener"):
+            from parsers.formats import resolve
+
+            resolve(spec.option("image_opener"))()
+        self.check_valid(path, spec)
+        try:
+            lines, size, warnings = ocr_image_file(path)
+        except OSError as exc:  # Pillow: a truncated or unidentifiable image
+            raise ParseError(Category.CORRUPT, f"image cannot be read: {exc}"[:500]) from exc
+        doc = lines_to_document(lines, {1: size}, path.stem, [])
+        return BackendResult(doc=doc, parser="ocr", warnings=warnings, page_count=1)
+
+
+PDF = PdfBackend()
+IMAGE = ImageBackend()
 
 
 def warm_up(settings: ParseSettings) -> None:

@@ -1,0 +1,107 @@
+"""Every registered parser backend through the conformance suite (parsers.testing),
+and the format table's invariants: one table, no import cycle in parsers/, and
+fingerprints unchanged by the move to the Backend protocol."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from corpusflow.settings import ParseSettings
+from parsers import parser_fingerprints
+from parsers.backend import backends
+from parsers.formats import FORMATS, FormatSpec
+from parsers.testing import BackendConformance
+from tests.helpers.format_samples import REPO, sample_file
+
+
+class _Samples(BackendConformance):
+    def sample(self, spec: FormatSpec, tmp_path: Path) -> Path | None:
+        return sample_file(spec, tmp_path)
+
+
+class TestDoclingBackend(_Samples):
+    backend_target = "parsers.docling_backend:BACKEND"
+
+
+class TestTextBackend(_Samples):
+    backend_target = "parsers.text_backend:BACKEND"
+
+
+class TestUnstructuredBackend(_Samples):
+    backend_target = "parsers.unstructured_backend:BACKEND"
+
+
+class TestPdfBackend(_Samples):
+    backend_target = "parsers.pdf:PDF"
+
+
+class TestImageBackend(_Samples):
+    backend_target = "parsers.pdf:IMAGE"
+
+
+def test_every_backend_of_the_table_has_a_conformance_class() -> None:
+    tested = {cls.backend_target for cls in _Samples.__subclasses__()}
+    assert set(backends()) == tested
+
+
+def test_every_format_is_read_by_some_backend() -> None:
+    covered = set().union(*(b.supported_formats() for b in backends().values()))
+    assert covered == {spec.fmt for spec in FORMATS}
+
+
+# Fingerprints on main before the Backend protocol (default settings; the PDF one with
+# the offline path and OCR off, which no machine's models change): the move must not
+# re-parse anyone's corpus.
+_BEFORE = {
+    "asciidoc": "943a6625bc74370e",
+    "csv": "f86b6fefe625b023",
+    "doc": "440b23a4a4882d23",
+    "docx": "2797dd42a8191db4",
+    "eml": "1c69785538a46796",
+    "epub": "c79eb5f6ba3a9f9a",
+    "heic": "c56c2decd641b26b",
+    "html": "4d8faf75c2c8f621",
+    "image": "a76d98da176ba5da",
+    "json": "38cedb30427fa275",
+    "latex": "919e7f51dcbbe279",
+    "md": "2f86751ff04996cd",
+    "mhtml": "0a20ba397439be5a",
+    "msg": "060c1b28865a14c2",
+    "ndjson": "274d562ffeeb1638",
+    "odp": "7f17011710459d8d",
+    "ods": "750d2264366a0804",
+    "odt": "b912a3befcb5fe5e",
+    "org": "31ea3cc2dbcc935d",
+    "ppt": "22ab044ea13ae670",
+    "pptx": "c52430583ec26ac0",
+    "rst": "2e48b8212fa6753e",
+    "rtf": "419a6a7e0ad05749",
+    "tsv": "a58eaa54354b5458",
+    "txt": "b343b512242fe6a2",
+    "vtt": "30d9ca4817a3360c",
+    "xls": "d6c21515bc1defda",
+    "xlsx": "51ed58a4722320f2",
+    "xml": "17f572e1bddcdb07",
+    "yaml": "0647cf2b013502a5",
+}
+_BEFORE_PDF_OFFLINE_NO_OCR = "bcf97a4d0441c86b"
+
+
+def test_parser_fingerprints_did_not_move() -> None:
+    now = parser_fingerprints(ParseSettings()).by_format
+    assert {fmt: now[fmt] for fmt in _BEFORE} == _BEFORE
+    offline = parser_fingerprints(ParseSettings(pdf_pipeline="offline", ocr=False))
+    assert offline.of("pdf") == _BEFORE_PDF_OFFLINE_NO_OCR
+
+
+def test_parsers_have_no_import_cycle() -> None:
+    out = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "import_graph.py"), "parsers", "sources"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "no import cycles" in out.stdout

@@ -1,0 +1,127 @@
+"""Every source kind through the conformance suite (sources.testing): a local folder,
+ZIP archive members, an S3 bucket (moto on loopback) and an fsspec filesystem."""
+
+from __future__ import annotations
+
+import io
+import os
+import time
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from corpusflow.settings import SourceSettings
+from sources.base import Source, open_source
+from sources.testing import SIDECAR_SUFFIX, SourceConformance
+
+
+class TestLocalSource(SourceConformance):
+    def make(self, tmp_path: Path, files: dict[str, bytes]) -> Source:
+        root = tmp_path / "docs"
+        for name, data in files.items():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_bytes(data)
+        return open_source(str(root), SourceSettings())
+
+    def change(self, source: Source, name: str, data: bytes) -> None:
+        path = Path(source.root) / name
+        mtime = path.stat().st_mtime
+        path.write_bytes(data)
+        os.utime(path, (mtime + 2, mtime + 2))  # a coarse clock still sees the edit
+
+
+def _zip(files: dict[str, bytes]) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in files.items():
+            zf.writestr(name, data)
+    return out.getvalue()
+
+
+class TestArchiveMembers(SourceConformance):
+    """Members of a ZIP in a local folder; the archive's sidecar is every member's."""
+
+    metadata_is_shared = True
+
+    def make(self, tmp_path: Path, files: dict[str, bytes]) -> Source:
+        root = tmp_path / "docs"
+        root.mkdir()
+        members = {n: d for n, d in files.items() if not n.endswith(SIDECAR_SUFFIX)}
+        (root / "bundle.zip").write_bytes(_zip(members))
+        for name, data in files.items():
+            if name.endswith(SIDECAR_SUFFIX):
+                (root / f"bundle.zip{SIDECAR_SUFFIX}").write_bytes(data)
+        self._members = members
+        return open_source(str(root), SourceSettings())
+
+    def change(self, source: Source, name: str, data: bytes) -> None:
+        self._members[name] = data
+        (Path(source.root) / "bundle.zip").write_bytes(_zip(self._members))
+
+    def listed_as(self, name: str) -> str:
+        return f"bundle.zip/{name}"
+
+
+BUCKET = "conformance"
+
+
+@pytest.fixture(scope="module")
+def s3_endpoint() -> Iterator[str]:
+    """moto's S3 server on loopback, as the object-storage tests use it."""
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in {
+            "AWS_ACCESS_KEY_ID": "test",
+            "AWS_SECRET_ACCESS_KEY": "test",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_EC2_METADATA_DISABLED": "true",
+        }.items():
+            mp.setenv(key, value)
+        for key in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_SESSION_TOKEN"):
+            mp.delenv(key, raising=False)
+        server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        server.start()
+        try:
+            host, port = server.get_host_and_port()
+            endpoint = f"http://{host}:{port}"
+            boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket=BUCKET)
+            yield endpoint
+        finally:
+            server.stop()
+
+
+class TestS3Source(SourceConformance):
+    @pytest.fixture(autouse=True)
+    def _s3(self, s3_endpoint: str) -> None:
+        import boto3
+
+        self.client = boto3.client("s3", endpoint_url=s3_endpoint)
+        self.endpoint = s3_endpoint
+
+    def make(self, tmp_path: Path, files: dict[str, bytes]) -> Source:
+        self.prefix = tmp_path.name
+        for name, data in files.items():
+            self.client.put_object(Bucket=BUCKET, Key=f"{self.prefix}/{name}", Body=data)
+        settings = SourceSettings(storage_options={"endpoint_url": self.endpoint})
+        return open_source(f"s3://{BUCKET}/{self.prefix}", settings)
+
+    def change(self, source: Source, name: str, data: bytes) -> None:
+        self.client.put_object(Bucket=BUCKET, Key=f"{self.prefix}/{name}", Body=data)
+
+
+class TestFsspecMemorySource(SourceConformance):
+    def make(self, tmp_path: Path, files: dict[str, bytes]) -> Source:
+        import fsspec
+
+        self.fs = fsspec.filesystem("memory")
+        self.root = f"/cf-{os.getpid()}-{time.monotonic_ns()}"
+        for name, data in files.items():
+            self.fs.pipe(f"{self.root}/{name}", data)
+        return open_source(f"memory://{self.root}", SourceSettings())
+
+    def change(self, source: Source, name: str, data: bytes) -> None:
+        self.fs.pipe(f"{self.root}/{name}", data)
