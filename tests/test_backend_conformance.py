@@ -1,11 +1,9 @@
 """Every registered parser backend through the conformance suite (parsers.testing),
-and the format table's invariants: one table, no import cycle in parsers/, and
+and the format table's invariants: one table and
 fingerprints unchanged by the move to the Backend protocol."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 from corpusflow.settings import ParseSettings
@@ -13,7 +11,7 @@ from parsers import parser_fingerprints
 from parsers.backend import backends
 from parsers.formats import FORMATS, FormatSpec
 from parsers.testing import BackendConformance
-from tests.helpers.format_samples import REPO, sample_file
+from tests.helpers.format_samples import sample_file
 
 
 class _Samples(BackendConformance):
@@ -94,14 +92,3 @@ def test_parser_fingerprints_did_not_move() -> None:
     assert {fmt: now[fmt] for fmt in _BEFORE} == _BEFORE
     offline = parser_fingerprints(ParseSettings(pdf_pipeline="offline", ocr=False))
     assert offline.of("pdf") == _BEFORE_PDF_OFFLINE_NO_OCR
-
-
-def test_parsers_have_no_import_cycle() -> None:
-    out = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "import_graph.py"), "parsers", "sources"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert out.returncode == 0, out.stdout + out.stderr
-    assert "no import cycles" in out.stdout
