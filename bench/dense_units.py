@@ -73,12 +73,13 @@ def main() -> None:
     ap.add_argument("--windows", nargs="*", type=int, default=[32, 64])
     args = ap.parse_args()
 
+    from multilingual_eval import _groups
+
     from corpusflow.api import Filters, Searcher
     from corpusflow.evaluate import load_questions, rank_of, summarize
     from corpusflow.runtime import configure_environment
     from corpusflow.settings import EmbedSettings
     from embedding import load_embedder, resolve_model
-    from multilingual_eval import _groups
     from storage import Store
 
     configure_environment()
@@ -164,7 +165,9 @@ def main() -> None:
                     scores[c] = scores.get(c, 0.0) + weight / (rrf_k + rank)
             return sorted(scores, key=lambda c: (-scores[c], c))
 
-        def score(ranked: Sequence[list[int]]) -> dict[str, dict[str, dict[str, float]]]:
+        def score(
+            ranked: Sequence[list[int]], rows: list[dict[str, Any]] = rows
+        ) -> dict[str, dict[str, dict[str, float]]]:
             per: dict[str, dict[str, list[dict[str, Any]]]] = {}
             for q, res in zip(questions, ranked, strict=True):
                 rank, _ = rank_of(q, [rows[c] for c in res[:10]])
