@@ -71,6 +71,8 @@ def main() -> None:
     ap.add_argument("--table", action="append", required=True)
     ap.add_argument("--json")
     ap.add_argument("--windows", nargs="*", type=int, default=[32, 64])
+    ap.add_argument("--stored-only", action="store_true", help="no re-embedded variants")
+    ap.add_argument("--rrf-k", nargs="+", type=int, default=[60, 20])
     args = ap.parse_args()
 
     from multilingual_eval import _groups
@@ -131,10 +133,12 @@ def main() -> None:
         dense: dict[str, np.ndarray] = {}
         stored = np.asarray([r["vector"] for r in rows], dtype=np.float32)
         dense["embed_text (stored)"] = qv @ stored.T
-        t0 = time.perf_counter()
-        dense["text"] = qv @ embed([r["text"] for r in rows]).T
-        cost: dict[str, Any] = {"chunks": len(rows), "text_s": time.perf_counter() - t0}
-        for w in args.windows:
+        cost: dict[str, Any] = {"chunks": len(rows)}
+        if not args.stored_only:
+            t0 = time.perf_counter()
+            dense["text"] = qv @ embed([r["text"] for r in rows]).T
+            cost["text_s"] = round(time.perf_counter() - t0, 2)
+        for w in [] if args.stored_only else args.windows:
             for ctx in (False, True):
                 owner: list[int] = []
                 units: list[str] = []
@@ -181,8 +185,14 @@ def main() -> None:
         for name, s in dense.items():
             d = ranked_dense(s)
             figures[f"dense {name}"] = score(d)
-            for rrf_k in (60, 20):
-                for wd, wk, wk_cjk in ((1, 1, 1), (1.5, 1, 1), (1, 1.5, 1.5), (1, 0.67, 1.5)):
+            for rrf_k in args.rrf_k:
+                for wd, wk, wk_cjk in (
+                    (1, 1, 1),
+                    (1.5, 1, 1),
+                    (2, 1, 1),
+                    (1, 1.5, 1.5),
+                    (1, 0.67, 1.5),
+                ):
                     label = f"hybrid {name} | k{rrf_k} d{wd} kw{wk}/cjk{wk_cjk}"
                     figures[label] = score(
                         [

@@ -42,6 +42,7 @@ from chunking.language import has_cjk
 from corpusflow.errors import ConfigurationError
 from corpusflow.settings import SearchSettings, Settings
 from embedding import Embedder, ModelSpec
+from embedding.presets import fusion_defaults
 from embedding.query_encoder import load_query_embedder
 from storage import Store
 from storage.records import DocStatus, LedgerRow, Pointer
@@ -293,11 +294,15 @@ class Searcher:
                 if self.embedder.has_sparse
                 else self._keyword(query, depth, filters, table)
             )
+            # Unset fusion settings take the model's defaults (embedding.presets).
+            model_k, model_dense = fusion_defaults(self.embedder.spec)
+            if rrf_k is None:
+                rrf_k = model_k if self.fusion.rrf_k is None else self.fusion.rrf_k
             ranked = rrf(
                 [self._dense(query, depth, filters, table), lexical],
-                self.fusion.rrf_k if rrf_k is None else rrf_k,
+                rrf_k,
                 weights=[
-                    self.fusion.dense_weight,
+                    model_dense if self.fusion.dense_weight is None else self.fusion.dense_weight,
                     self.fusion.keyword_weight_cjk if cjk else self.fusion.keyword_weight,
                 ],
             )
