@@ -72,6 +72,8 @@ def main() -> None:
     ap.add_argument("--json")
     ap.add_argument("--windows", nargs="*", type=int, default=[32, 64])
     ap.add_argument("--stored-only", action="store_true", help="no re-embedded variants")
+    ap.add_argument("--no-text", action="store_true", help="skip the text-only variant")
+    ap.add_argument("--no-heading", action="store_true", help="windows without a heading line only")
     ap.add_argument("--rrf-k", nargs="+", type=int, default=[60, 20])
     args = ap.parse_args()
 
@@ -134,12 +136,12 @@ def main() -> None:
         stored = np.asarray([r["vector"] for r in rows], dtype=np.float32)
         dense["embed_text (stored)"] = qv @ stored.T
         cost: dict[str, Any] = {"chunks": len(rows)}
-        if not args.stored_only:
+        if not (args.stored_only or args.no_text):
             t0 = time.perf_counter()
             dense["text"] = qv @ embed([r["text"] for r in rows]).T
             cost["text_s"] = round(time.perf_counter() - t0, 2)
         for w in [] if args.stored_only else args.windows:
-            for ctx in (False, True):
+            for ctx in (False,) if args.no_heading else (False, True):
                 owner: list[int] = []
                 units: list[str] = []
                 for i, r in enumerate(rows):
