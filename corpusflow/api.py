@@ -11,7 +11,8 @@ Modes:
 - ``hybrid``: weighted reciprocal rank fusion of dense with sparse (when the model has a
   sparse head) or keyword, ``score = sum w / (rrf_k + rank)``; the weights depend on the
   query's script (``search.*`` settings): the keyword leg, strong on Chinese, Japanese
-  and Korean through the ICU index, weighs more for a query in those scripts.
+  and Korean through the ICU index, weighs more for a query in those scripts; rrf_k and
+  the dense weight, when unset, are the table's model's (embedding.presets.fusion_defaults).
 
 Every query reads one snapshot: the pointer once (so a reindex swap or rollback is seen
 whole or not at all), the chunk table at one version for all of its legs, and the parent
