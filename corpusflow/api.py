@@ -11,7 +11,8 @@ Modes:
 - ``hybrid``: weighted reciprocal rank fusion of dense with sparse (when the model has a
   sparse head) or keyword, ``score = sum w / (rrf_k + rank)``; the weights depend on the
   query's script (``search.*`` settings): the keyword leg, strong on Chinese, Japanese
-  and Korean through the ICU index, weighs more for a query in those scripts.
+  and Korean through the ICU index, weighs more for a query in those scripts; rrf_k and
+  the dense weight, when unset, are the table's model's (embedding.presets.fusion_defaults).
 
 Every query reads one snapshot: the pointer once (so a reindex swap or rollback is seen
 whole or not at all), the chunk table at one version for all of its legs, and the parent
@@ -42,6 +43,7 @@ from chunking.language import has_cjk
 from corpusflow.errors import ConfigurationError
 from corpusflow.settings import SearchSettings, Settings
 from embedding import Embedder, ModelSpec
+from embedding.presets import fusion_defaults
 from embedding.query_encoder import load_query_embedder
 from storage import Store
 from storage.records import ChunkRow, DocStatus, LedgerRow, Pointer
@@ -279,11 +281,15 @@ class Searcher:
                 if self.embedder.has_sparse
                 else self._keyword(query, depth, filters, table)
             )
+            # Unset fusion settings take the model's defaults (embedding.presets).
+            model_k, model_dense = fusion_defaults(self.embedder.spec)
+            if rrf_k is None:
+                rrf_k = model_k if self.fusion.rrf_k is None else self.fusion.rrf_k
             ranked = rrf(
                 [self._dense(query, depth, filters, table), lexical],
-                self.fusion.rrf_k if rrf_k is None else rrf_k,
+                rrf_k,
                 weights=[
-                    self.fusion.dense_weight,
+                    model_dense if self.fusion.dense_weight is None else self.fusion.dense_weight,
                     self.fusion.keyword_weight_cjk if cjk else self.fusion.keyword_weight,
                 ],
             )

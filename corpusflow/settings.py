@@ -409,8 +409,18 @@ class CheckSettings(_Section):
 
 
 class SearchSettings(_Section):
-    rrf_k: int = Field(60, ge=1, description="Rank constant of the hybrid fusion.")
-    dense_weight: float = Field(1.0, ge=0, description="Weight of the dense leg in hybrid search.")
+    rrf_k: int | None = Field(
+        None,
+        ge=1,
+        description="Rank constant of the hybrid fusion; unset: the model's default "
+        "(5 for use-m3, 60 for other models).",
+    )
+    dense_weight: float | None = Field(
+        None,
+        ge=0,
+        description="Weight of the dense leg in hybrid search; unset: the model's default "
+        "(1.5 for use-m3, 1 for other models).",
+    )
     keyword_weight: float = Field(
         1.0,
         ge=0,

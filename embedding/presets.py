@@ -14,6 +14,20 @@ from embedding.base import Embedder, ModelLoadError, ModelSpec
 # The model of a new collection when none is configured: multilingual, offline, NumPy
 # (chosen on held-out questions: docs/benchmarks.md, "Multilingual retrieval").
 DEFAULT_MODEL = "use-m3"
+# Hybrid fusion defaults per backend: (rrf_k, dense leg weight), used where search.rrf_k /
+# search.dense_weight are unset. use-m3's dense leg is the strong one on non-English and
+# cross-lingual questions, so it weighs 1.5 and a small rank constant lets the top ranks
+# of each leg decide (chosen on the dev questions of bench/questions/multilingual.jsonl,
+# docs/benchmarks.md "use-m3: ... fusion"); MiniLM loses with it and keeps (60, 1).
+FUSION_DEFAULTS: dict[str, tuple[int, float]] = {"usem3": (5, 1.5)}
+DEFAULT_FUSION: tuple[int, float] = (60, 1.0)
+
+
+def fusion_defaults(spec: ModelSpec) -> tuple[int, float]:
+    """(rrf_k, dense weight) of hybrid search for tables of this model."""
+    return FUSION_DEFAULTS.get(spec.backend, DEFAULT_FUSION)
+
+
 # Preset name -> (canonical model id, default max length)
 PRESETS: dict[str, tuple[str, int]] = {
     "minilm": ("sentence-transformers/all-MiniLM-L6-v2", 256),

@@ -16,9 +16,15 @@ from pathlib import Path
 import pytest
 
 from chunking.structure import chunk_document
-from corpusflow.api import Searcher
+from corpusflow.api import Searcher, rrf
 from corpusflow.engine import RefreshEngine
-from corpusflow.settings import ChunkSettings, EmbedSettings, Settings, load_settings
+from corpusflow.settings import (
+    ChunkSettings,
+    EmbedSettings,
+    SearchSettings,
+    Settings,
+    load_settings,
+)
 from embedding import load_embedder, resolve_model
 from embedding.presets import DEFAULT_MODEL
 from parsers import parse_file
@@ -86,6 +92,32 @@ def test_a_question_finds_its_passage_in_the_other_language(
     assert found, [(h["path"], h["text"][:60]) for h in hits]
     hybrid = Searcher.for_active(bilingual_index).search(question, k=3, mode="hybrid")
     assert any(h["path"] == path for h in hybrid)
+
+
+@pytest.mark.parametrize(
+    ("search", "rrf_k", "dense_weight"),
+    [
+        # Unset: use-m3's own fusion defaults (embedding.presets.FUSION_DEFAULTS).
+        (SearchSettings(), 5, 1.5),
+        # Set: the settings win over the model's defaults.
+        (SearchSettings(rrf_k=60, dense_weight=1.0), 60, 1.0),
+    ],
+)
+def test_hybrid_fuses_with_the_model_defaults_unless_set(
+    bilingual_index: Settings, search: SearchSettings, rrf_k: int, dense_weight: float
+) -> None:
+    settings = bilingual_index.model_copy(update={"search": search})
+    searcher = Searcher.for_active(settings)
+    question = "紧急变更由谁批准？"
+    legs = [
+        [(h, h["score"]) for h in searcher.search(question, k=50, mode=mode)]
+        for mode in ("dense", "keyword")
+    ]
+    assert legs[0] and legs[1]
+    expected = rrf(legs, rrf_k, weights=[dense_weight, 1.0])[:5]
+    hybrid = searcher.search(question, k=5, mode="hybrid")
+    assert [h["chunk_id"] for h in hybrid] == [r["chunk_id"] for r, _ in expected]
+    assert [h["score"] for h in hybrid] == pytest.approx([s for _, s in expected], abs=1e-6)
 
 
 def test_sentencepiece_and_the_packaged_port_agree() -> None:
