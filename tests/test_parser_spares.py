@@ -18,9 +18,9 @@ from parsers import ParserPool, isolation
 
 def pid_parse(path: Path, settings: ParseSettings, metadata: dict[str, Any]) -> Any:
     """The real parser, with the parsing process's pid in the Markdown."""
-    from parsers.registry import parse_file
-
     import dataclasses
+
+    from parsers.registry import parse_file
 
     doc = parse_file(path, settings, {})
     return dataclasses.replace(doc, markdown=f"{doc.markdown}\n\npid={os.getpid()}\n")
