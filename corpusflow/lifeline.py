@@ -15,7 +15,9 @@ Three mechanisms, because no single one reaches every process:
   that started it, so it can be found by reading ``/proc/PID/environ``.
 - **A reaper.** One small process per run-owning process (``python -S``, ~10 MB),
   started on the spawn thread with a parent-death SIGTERM: when this process dies, it
-  kills every process that carries this process's tag.
+  kills every process that carries this process's tag. A process that runs flows puts
+  its tag in its own environment (``tag_descendants``, on ``import flows``), so that what
+  Prefect starts for it (the ephemeral API server) carries the tag too.
 
 Off Linux these are no-ops: the children then rely on their pipes' EOF alone.
 """
@@ -178,7 +180,18 @@ def child_tags(*extra: str) -> str:
     """The value of ``TAG_ENV`` for a child: the tags this process inherited (so that the
     reapers of the processes above it find the child too), its own, and ``extra``."""
     inherited = [t for t in os.environ.get(TAG_ENV, "").split(":") if t]
-    return ":".join([*inherited, *(t for t in (run_tag(), *extra) if t)])
+    tags = [*inherited, *(t for t in (run_tag(), *extra) if t)]
+    return ":".join(dict.fromkeys(tags))  # once each (``tag_descendants`` adds its own)
+
+
+def tag_descendants() -> None:
+    """Put this process's tag in its own environment, starting its reaper: every process
+    it starts from now on carries the tag, also those that a library starts with a copy
+    of ``os.environ`` and never stops when this process is SIGKILLed (Prefect's ephemeral
+    API server, which a flow called as a plain function starts before its body runs).
+    Idempotent; a no-op off Linux."""
+    if _LINUX:
+        os.environ[TAG_ENV] = child_tags()
 
 
 def child_env(*extra: str) -> dict[str, str]:

@@ -103,8 +103,12 @@ class SourceSettings(_Section):
 class ParseSettings(_Section):
     timeout_s: float = Field(300.0, description="Wall-clock limit for parsing one document.")
     memory_limit_mb: int = Field(
-        4096,
-        description="Resident memory cap of a parser process and everything it starts (LibreOffice included).",
+        1536,
+        description=(
+            "Resident memory cap of a parser process and everything it starts (LibreOffice "
+            "included), per parser (parse.workers). The default keeps a whole ingest with one "
+            "worker (CLI ~0.9 GiB, API server ~0.2 GiB, parser) within 3 GiB."
+        ),
     )
     workers: int = Field(1, ge=1, description="Parser child processes running at once.")
     nice: int = Field(

@@ -18,10 +18,17 @@ the first job, for a target that never calls the real parser.
 Every child dies with the pool's process, even a SIGKILLed one, and so does what the
 child starts (LibreOffice): see ``corpusflow.lifeline``. The memory cap counts the
 child's whole process tree.
+
+``keep_warm(seconds)`` lets a process that runs many refreshes one after another (the
+test session; a long-lived process running flows in process) hand a closed pool's
+children to its next pool with the same settings, target, environment and working
+directory, instead of spawning new ones that import the parser libraries again (~6 s of
+CPU each). Off by default: a closed pool stops its children.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib
 import logging
@@ -177,6 +184,7 @@ class _Worker:
         lifeline.spawn(self.proc.start)
         child_conn.close()
         self.ready = False
+        self.key: tuple[Any, ...] = ()  # what it was spawned with (``ParserPool._key``)
 
     def wait_ready(self, timeout_s: float) -> None:
         """Block until the child has imported its parsers (not counted in a job's deadline)."""
@@ -243,6 +251,74 @@ class _Worker:
         shutil.rmtree(self.tmpdir, ignore_errors=True)
 
 
+_spares_lock = threading.Lock()
+_spares: list[tuple[tuple[Any, ...], float, _Worker]] = []  # (key, expiry, worker)
+_keep_warm_s = 0.0
+_MAX_SPARES = 2  # each holds docling's imports (~0.3-0.7 GiB)
+
+
+def keep_warm(seconds: float) -> float:
+    """Keep the children of a closed pool for ``seconds`` (0: off, the default) for the
+    next pool of this process whose settings, target, environment and working directory
+    are the same; at most two are kept, the oldest stopped first. Spares are stopped when
+    switched off, when found expired (at a pool's start or close) and at exit. Returns
+    the previous value."""
+    global _keep_warm_s
+    with _spares_lock:
+        previous, _keep_warm_s = _keep_warm_s, max(0.0, float(seconds))
+        stale = _drop_spares(lambda key, expiry: _keep_warm_s == 0 or expiry < time.monotonic())
+    for worker in stale:
+        worker.stop()
+    return previous
+
+
+def _drop_spares(drop: Callable[[tuple[Any, ...], float], bool]) -> list[_Worker]:
+    """Remove (under ``_spares_lock``) and return the spares ``drop`` selects."""
+    dropped = [w for key, expiry, w in _spares if drop(key, expiry)]
+    _spares[:] = [entry for entry in _spares if entry[2] not in dropped]
+    return dropped
+
+
+def _take_spare(key: tuple[Any, ...]) -> _Worker | None:
+    now = time.monotonic()
+    found: _Worker | None = None
+    with _spares_lock:
+        stale = _drop_spares(lambda k, expiry: expiry < now)
+        for i, (k, _expiry, _worker) in enumerate(_spares):
+            if k == key:
+                found = _spares.pop(i)[2]
+                break
+    for worker in stale:
+        worker.stop()
+    if found is not None and not found.alive():
+        found.kill()
+        return None
+    return found
+
+
+def _park(worker: _Worker) -> bool:
+    """Keep ``worker`` as a spare; False when keeping is off, or it is dead or unkeyed."""
+    if _keep_warm_s <= 0 or not worker.key or not worker.alive():
+        return False
+    now = time.monotonic()
+    with _spares_lock:
+        _spares.append((worker.key, now + _keep_warm_s, worker))
+        stale = _drop_spares(lambda key, expiry: expiry < now)
+        while len(_spares) > _MAX_SPARES:
+            stale.append(_spares.pop(0)[2])
+    for old in stale:
+        old.stop()
+    return True
+
+
+@atexit.register
+def _stop_spares() -> None:
+    with _spares_lock:
+        spares = _drop_spares(lambda key, expiry: True)
+    for worker in spares:
+        worker.stop()
+
+
 class ParserPool:
     """A fixed number of isolated parser processes, safe to call from many threads."""
 
@@ -279,8 +355,30 @@ class ParserPool:
                 worker = self._idle.get_nowait()
             except queue.Empty:
                 break
-            if worker is not None:
+            if worker is not None and not _park(worker):
                 worker.stop()
+
+    def _key(self) -> tuple[Any, ...]:
+        """What a spare child must share with this pool to serve it: the parse settings,
+        the target, and what the child inherited when it was spawned."""
+        return (
+            self._settings_json,
+            self.target,
+            self.warm_up,
+            os.getcwd(),
+            tempfile.gettempdir(),
+            tuple(sorted(os.environ.items())),
+        )
+
+    def _new_worker(self) -> _Worker:
+        if _keep_warm_s <= 0:
+            return _Worker(self._ctx, self._settings_json, self.target, self.warm_up)
+        key = self._key()
+        if (spare := _take_spare(key)) is not None:
+            return spare
+        worker = _Worker(self._ctx, self._settings_json, self.target, self.warm_up)
+        worker.key = key
+        return worker
 
     def start(self, n: int) -> None:
         """Start up to ``n`` parser processes now, without waiting for them: they import
@@ -296,7 +394,7 @@ class ParserPool:
                 except queue.Empty:
                     break
                 if worker is None:
-                    worker = _Worker(self._ctx, self._settings_json, self.target, self.warm_up)
+                    worker = self._new_worker()
                 started.append(worker)
         for worker in started:
             self._idle.put(worker)
@@ -308,7 +406,7 @@ class ParserPool:
         worker = self._idle.get()
         try:
             if worker is None or not worker.alive():
-                worker = _Worker(self._ctx, self._settings_json, self.target, self.warm_up)
+                worker = self._new_worker()
             result, worker = self._run(worker, str(path), metadata or {})
             return result
         finally:

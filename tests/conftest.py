@@ -67,6 +67,28 @@ def tiny_bgem3(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_tiny_bgem3(tmp_path_factory.mktemp("tiny-bgem3"))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def warm_parsers() -> Iterator[None]:
+    """The suite's refreshes hand their parser child to the next pool of this process with
+    the same settings and environment (``parsers.isolation.keep_warm``) instead of spawning
+    one that imports docling again (~6 s of CPU per refresh that parses)."""
+    from parsers import isolation
+
+    isolation.keep_warm(300)
+    yield
+    isolation.keep_warm(0)
+
+
+@pytest.fixture()
+def cold_parsers() -> Iterator[None]:
+    """For a test that counts the parser processes a run starts and stops."""
+    from parsers import isolation
+
+    previous = isolation.keep_warm(0)
+    yield
+    isolation.keep_warm(previous)
+
+
 @pytest.fixture(scope="session")
 def prefect_server() -> Iterator[None]:
     """One ephemeral Prefect API (SQLite in a temp dir) for the flow tests."""

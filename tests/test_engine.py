@@ -248,6 +248,7 @@ def main():
     assert heavy_imports(source, tmp_path) == []
 
 
+@pytest.mark.usefixtures("cold_parsers")
 def test_a_parser_started_before_the_plan_is_used_or_killed(corpus: Path, tmp_path: Path) -> None:
     """``prestart_parsers`` overlaps a parser's imports with planning: a plan with
     work parses with that pool; a plan with nothing to do kills it at once, unused."""

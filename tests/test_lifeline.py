@@ -242,6 +242,41 @@ def test_killed_flow_process_leaves_no_process_behind_on_a_busy_machine(
     assert not left, _names(left)
 
 
+@pytest.mark.slow
+def test_flow_called_directly_leaves_no_ephemeral_api_behind(
+    corpus: Path, tmp_path: Path, busy_machine: BusyMachine
+) -> None:
+    """``refresh_flow(...)`` called as a plain Python function with no ``PREFECT_API_URL``:
+    Prefect starts its own ephemeral API server (uvicorn) before the flow body runs. That
+    process, SIGKILLed with the API and a parser child up, leaves neither behind (the API
+    carries the process's lifeline tag, which ``import flows`` puts in its environment)."""
+    settings = load_settings(None, {"storage": {"db": str(tmp_path / "db")}})
+    mark = uuid.uuid4().hex
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
+    env.update({"PREFECT_HOME": str(tmp_path / "prefect"), _MARK: mark})
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")]
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _FLOW_PROCESS, str(corpus), settings.model_dump_json()],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+    def api_and_parser(lines: list[str]) -> bool:
+        """Prefect's ephemeral API server and a parser child"""
+        return any("uvicorn" in c for c in lines) and _parser_child(lines)
+
+    _wait_for(proc, api_and_parser)
+    busy_machine.load()
+    assert proc.poll() is None
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    left = _wait_gone(mark, _GONE_WITHIN_S)
+    assert not left, _names(left)
+
+
 # Parse targets for ParserPool(target=...): run in the spawned children.
 
 
