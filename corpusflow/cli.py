@@ -592,7 +592,8 @@ def chunks(
     settings = _settings(config, None, model, None)
     configure_environment()
     from corpusflow.errors import CorpusflowError
-    from corpusflow.pipeline import Fingerprints, chunk_parsed, make_contextualizer
+    from corpusflow.fingerprints import Fingerprints
+    from corpusflow.pipeline import chunk_parsed, make_contextualizer
     from corpusflow.plan import WorkItem
     from embedding import load_embedder, resolve_model
     from parsers import ParserPool
