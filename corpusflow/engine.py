@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from chunking import warm_up as warm_up_chunking
 from chunking.models import Contextualizer
+from corpusflow import retry
 from corpusflow.errors import (
     Category,
     ConfigurationError,
@@ -40,13 +41,12 @@ from corpusflow.errors import (
     RetrievalCheckFailed,
     StorageFullError,
     is_storage_full,
-    is_transient,
 )
 from corpusflow.evaluate import RetrievalCheck
-from corpusflow.holds import Accept, check_fingerprint, pipeline_fingerprint, record_holds
+from corpusflow.fingerprints import Fingerprints, pipeline_fingerprint
+from corpusflow.holds import Accept, check_fingerprint, record_holds
 from corpusflow.pipeline import (
     BatchWritten,
-    Fingerprints,
     Processed,
     RunReport,
     StageTimer,
@@ -139,20 +139,9 @@ def process_document(
 def process_with_retries(
     item: WorkItem, source: Source, settings: Settings, fps: Fingerprints, kit: StageKit
 ) -> Outcome:
-    """``process_document``, retried ``run.task_retries`` times on a transient failure;
-    the document or the error that stopped it (never raises)."""
-    run = settings.run
-    out: Outcome
-    for attempt in range(run.task_retries + 1):
-        try:
-            return process_document(item, source, settings, fps, kit)
-        except Exception as exc:
-            out = exc
-            if attempt < run.task_retries and is_transient(exc):
-                time.sleep(run.retry_delay_s * (attempt + 1))
-                continue
-            break
-    return out
+    """``process_document`` under the one retry policy (corpusflow.retry); the document
+    or the error that stopped it (never raises)."""
+    return retry.outcome(settings.run, process_document, item, source, settings, fps, kit)
 
 
 @dataclass
@@ -223,7 +212,7 @@ class Executor(Protocol):
 
 class InProcessExecutor:
     """Documents on this process's threads (one per parser child); no orchestrator.
-    Transient failures are retried ``run.task_retries`` times, as Prefect would."""
+    Documents and batch writes are retried under the one policy (corpusflow.retry)."""
 
     name = "in-process"
 
@@ -249,10 +238,7 @@ class InProcessExecutor:
 
     def write(self, label: str, batch: list[Processed]) -> BatchWritten | BaseException:
         assert self.job is not None
-        try:
-            return self.job.write(batch)
-        except Exception as exc:
-            return exc
+        return retry.outcome(self.job.settings.run, self.job.write, batch)
 
 
 def in_flight_limit(settings: Settings) -> int:

@@ -20,6 +20,7 @@ from typing import Any
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
+from corpusflow import retry
 from corpusflow.engine import (
     Done,
     Gate,
@@ -31,8 +32,9 @@ from corpusflow.engine import (
     process_document,
     process_with_retries,
 )
-from corpusflow.errors import DocumentError, RetrievalCheckFailed, is_transient
-from corpusflow.pipeline import BatchWritten, Fingerprints, RunReport
+from corpusflow.errors import DocumentError, RetrievalCheckFailed
+from corpusflow.fingerprints import Fingerprints
+from corpusflow.pipeline import BatchWritten, RunReport
 from corpusflow.plan import WorkItem
 from corpusflow.settings import Settings
 from embedding import Embedder
@@ -42,16 +44,7 @@ from sources import Source
 __all__ = ["Gate", "PrefectExecutor", "refresh_flow", "run_refresh"]
 
 
-def _retry_transient(task: Any, task_run: Any, state: Any) -> bool:
-    """Prefect retry condition: the one definition of a transient error."""
-    return is_transient(state.result(raise_on_failure=False))
-
-
-@task(
-    task_run_name="parse-{item.file.rel_path}",
-    cache_policy=NO_CACHE,
-    retry_condition_fn=_retry_transient,
-)
+@task(task_run_name="parse-{item.file.rel_path}", cache_policy=NO_CACHE)
 def parse_and_chunk(
     item: WorkItem,
     source: Source,
@@ -59,8 +52,9 @@ def parse_and_chunk(
     fps: Fingerprints,
     kit: StageKit | RemoteKit,
 ) -> Processed:
-    """Parse (isolated, or from the parse cache) and chunk one document."""
-    return process_document(item, source, settings, fps, kit.resolve())
+    """Parse (isolated, or from the parse cache) and chunk one document, under the one
+    retry policy (corpusflow.retry; the task itself is not retried by Prefect)."""
+    return retry.call(settings.run, process_document, item, source, settings, fps, kit.resolve())
 
 
 @task(task_run_name="parse-{n}-documents-from-{first}", cache_policy=NO_CACHE)
@@ -86,15 +80,12 @@ def failed_document(item: WorkItem, category: str, message: str) -> None:
     raise DocumentError(category, message)
 
 
-@task(
-    task_run_name="embed-write-batch-{label}",
-    cache_policy=NO_CACHE,
-    retry_condition_fn=_retry_transient,
-)
+@task(task_run_name="embed-write-batch-{label}", cache_policy=NO_CACHE)
 def embed_and_write(
     label: str, batch: list[Processed], job: Job, embedder: Embedder | None = None
 ) -> BatchWritten:
-    return job.write(batch, embedder)
+    """Embed and commit a batch under the one retry policy (corpusflow.retry)."""
+    return retry.call(job.settings.run, job.write, batch, embedder)
 
 
 class PrefectExecutor:
@@ -106,11 +97,11 @@ class PrefectExecutor:
 
     def start(self, job: Job, stack: ExitStack) -> None:
         run = job.settings.run
-        retrying = {"retries": run.task_retries, "retry_delay_seconds": run.retry_delay_s}
         self.job = job
-        self.parse_task = parse_and_chunk.with_options(**retrying)  # type: ignore[arg-type]
-        self.write_task = embed_and_write.with_options(**retrying)  # type: ignore[arg-type]
-        self.group_task = parse_group.with_options(**retrying)  # type: ignore[arg-type]
+        # No Prefect retries: the tasks apply the one policy themselves (corpusflow.retry).
+        self.parse_task = parse_and_chunk
+        self.write_task = embed_and_write
+        self.group_task = parse_group
         self.group_size = run.documents_per_task
         self.buffer: list[tuple[WorkItem, Done]] = []
         self.running = 0  # group task runs submitted and not finished
