@@ -8,8 +8,27 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from corpusflow.runtime import configure_environment
+
+# Typer's usage errors (bad options, missing arguments): exit 2 with their own message.
+_CLICK_EXCEPTION = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+
+
+class ErrorBoundary(TyperGroup):
+    """The CLI's one error boundary: an error any command raises becomes one red line
+    on stderr, ``error: MESSAGE``, and the exit status ``exit_code`` gives it; never a
+    traceback. Typer's own exits and usage errors pass through as they are."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, typer.Abort, _CLICK_EXCEPTION):
+            raise
+        except Exception as exc:
+            _fail(error_message(exc), exit_code(exc))
+
 
 app = typer.Typer(
     name="corpusflow",
@@ -17,6 +36,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=ErrorBoundary,
 )
 
 DbOpt = Annotated[
@@ -63,8 +83,15 @@ def exit_code(exc: BaseException) -> int:
     return 1
 
 
-def _fail_on(exc: BaseException) -> Any:
-    _fail(str(exc), exit_code(exc))
+def error_message(exc: BaseException) -> str:
+    """An error as the one line after ``error: ``: a corpusflow error or an expected
+    kind (arguments, lookups, files) by its message; anything else with its type too."""
+    from corpusflow.errors import CorpusflowError
+
+    expected = CorpusflowError | LookupError | ValueError | OSError
+    text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+    text = " ".join(text.split()) or type(exc).__name__
+    return text if isinstance(exc, expected) else f"{type(exc).__name__}: {text}"
 
 
 def _fail(message: str, code: int = 2) -> Any:
@@ -74,14 +101,10 @@ def _fail(message: str, code: int = 2) -> Any:
 
 def _run_flow(source: str, settings: Any, start: Any) -> dict[str, Any]:
     """Preflight, then run a flow; configuration errors exit 2, run failures exit 1."""
-    from corpusflow.errors import CorpusflowError
     from corpusflow.pipeline import preflight
 
-    try:
-        preflight(source, settings)
-        report: dict[str, Any] = start()
-    except CorpusflowError as exc:
-        _fail_on(exc)
+    preflight(source, settings)
+    report: dict[str, Any] = start()
     return report
 
 
@@ -319,13 +342,9 @@ def rollback(db: DbOpt = None, config: ConfigOpt = None, collection: CollectionO
     """Switch readers back to the previous table (the one a reindex replaced)."""
     settings = _settings(config, db, None, collection)
     configure_environment()
-    from corpusflow.errors import CorpusflowError
     from flows.maintenance import rollback as do_rollback
 
-    try:
-        pointer = do_rollback(settings)
-    except (LookupError, CorpusflowError) as exc:
-        _fail_on(exc)
+    pointer = do_rollback(settings)
     typer.echo(f"active table is now {pointer.chunk_table}")
     typer.echo(f"rollback target is {pointer.previous_chunk_table}")
 
@@ -342,13 +361,9 @@ def retire(
     """Drop a non-active model table with its parents and ledger."""
     settings = _settings(config, db, None, collection)
     configure_environment()
-    from corpusflow.errors import CorpusflowError
     from flows.maintenance import retire as do_retire
 
-    try:
-        dropped = do_retire(settings, table)
-    except (LookupError, ValueError, CorpusflowError) as exc:
-        _fail_on(exc)
+    dropped = do_retire(settings, table)
     for name in dropped:
         typer.echo(f"dropped {name}")
 
@@ -362,15 +377,11 @@ def maintain(
     """Compact tables, update indexes and remove versions past the retention window."""
     settings = _settings(config, db, None, collection)
     configure_environment()
-    from corpusflow.errors import CorpusflowError
     from corpusflow.runtime import start_prefect_api
     from flows.maintenance import maintain_flow
 
-    try:
-        with start_prefect_api().serving():
-            report = maintain_flow(settings.model_dump_json())
-    except CorpusflowError as exc:
-        _fail_on(exc)
+    with start_prefect_api().serving():
+        report = maintain_flow(settings.model_dump_json())
     typer.echo(json.dumps(report, indent=2, default=str))
 
 
@@ -443,15 +454,11 @@ def forget(
     configure_environment()
     from corpusflow.api import forget as do_forget
     from corpusflow.api import unforget
-    from corpusflow.errors import CorpusflowError
 
-    try:
-        if undo:
-            lifted = unforget(paths, settings)
-        else:
-            receipt = do_forget(paths, settings, source)
-    except (LookupError, ValueError, CorpusflowError) as exc:
-        _fail_on(exc)
+    if undo:
+        lifted = unforget(paths, settings)
+    else:
+        receipt = do_forget(paths, settings, source)
     if undo:
         for path in lifted:
             typer.echo(f"re-admitted {path}: the next refresh adds it again")
@@ -591,7 +598,6 @@ def chunks(
     """Print the chunks of FILE as they would be embedded: context, text, parent, headings."""
     settings = _settings(config, None, model, None)
     configure_environment()
-    from corpusflow.errors import CorpusflowError
     from corpusflow.fingerprints import Fingerprints
     from corpusflow.pipeline import chunk_parsed, make_contextualizer
     from corpusflow.plan import WorkItem
@@ -603,20 +609,17 @@ def chunks(
 
     if not file.is_file():
         _fail(f"no such file: {file}")
-    try:
-        spec = resolve_model(settings.embed)
-        fps = Fingerprints.of(settings, spec)
-        with ParserPool(settings.parse) as pool:
-            parsed = pool.parse(file)
-        st = file.stat()
-        file_ = SourceFile(file.name, st.st_size, st.st_mtime, str(file))
-        item = WorkItem(file_, "", PlanReason.NEW)
-        item.sha256 = LocalSource.content_hash(item.file)
-        ctx = make_contextualizer(settings, Store.from_settings(settings.storage))
-        tokenizer = load_embedder(settings.embed, spec).tokenizer()
-        result = chunk_parsed(item, parsed, tokenizer, settings, fps, ctx)
-    except CorpusflowError as exc:
-        _fail_on(exc)
+    spec = resolve_model(settings.embed)
+    fps = Fingerprints.of(settings, spec)
+    with ParserPool(settings.parse) as pool:
+        parsed = pool.parse(file)
+    st = file.stat()
+    file_ = SourceFile(file.name, st.st_size, st.st_mtime, str(file))
+    item = WorkItem(file_, "", PlanReason.NEW)
+    item.sha256 = LocalSource.content_hash(item.file)
+    ctx = make_contextualizer(settings, Store.from_settings(settings.storage))
+    tokenizer = load_embedder(settings.embed, spec).tokenizer()
+    result = chunk_parsed(item, parsed, tokenizer, settings, fps, ctx)
     parents = {p.parent_id: p for p in result.parents}
     rows: list[dict[str, Any]] = [
         {
@@ -686,7 +689,6 @@ def search(
     configure_environment()
     from corpusflow.api import Filters
     from corpusflow.api import search as do_search
-    from corpusflow.errors import CorpusflowError
 
     _check_mode(mode)
     metadata = {}
@@ -703,10 +705,7 @@ def search(
         all_groups=all_groups,
         lang=tuple(x.strip() for x in lang.split(",") if x.strip()) if lang else None,
     )
-    try:
-        hits = do_search(query, settings, k=k, mode=mode, filters=filters)  # type: ignore[arg-type]
-    except CorpusflowError as exc:
-        _fail_on(exc)
+    hits = do_search(query, settings, k=k, mode=mode, filters=filters)  # type: ignore[arg-type]
     if json_out:
         typer.echo(json.dumps(hits, indent=2, ensure_ascii=False))
         return
@@ -745,21 +744,17 @@ def eval_cmd(
     settings = _settings(config, db, None, collection)
     configure_environment()
     from corpusflow.api import Filters, Searcher
-    from corpusflow.errors import CorpusflowError
     from corpusflow.evaluate import evaluate, load_questions
 
     _check_mode(mode)
-    try:
-        qs = load_questions(questions)
-        searcher = Searcher.for_active(settings)
-        access = Filters(groups=_groups(groups, all_groups), all_groups=all_groups)
-        result = evaluate(
-            qs,
-            lambda q, n: searcher.search(q, k=n, mode=mode, filters=access),  # type: ignore[arg-type]
-            k=k,
-        )
-    except (OSError, ValueError, CorpusflowError) as exc:
-        _fail_on(exc)
+    qs = load_questions(questions)
+    searcher = Searcher.for_active(settings)
+    access = Filters(groups=_groups(groups, all_groups), all_groups=all_groups)
+    result = evaluate(
+        qs,
+        lambda q, n: searcher.search(q, k=n, mode=mode, filters=access),  # type: ignore[arg-type]
+        k=k,
+    )
     if json_out:
         typer.echo(json.dumps(result, indent=2, ensure_ascii=False))
         return
@@ -814,13 +809,9 @@ def verify(
     after `forget`, no trace of the forgotten documents. Exits 1 on any violation."""
     settings = _settings(config, db, None, collection)
     configure_environment()
-    from corpusflow.errors import CorpusflowError
     from corpusflow.verify import nothing_lost
 
-    try:
-        report = nothing_lost(settings, source, rehash=rehash, erasure_scan=erasure_scan)
-    except CorpusflowError as exc:
-        _fail_on(exc)
+    report = nothing_lost(settings, source, rehash=rehash, erasure_scan=erasure_scan)
     if json_out:
         typer.echo(json.dumps(report.to_dict(), indent=2))
     else:
