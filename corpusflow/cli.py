@@ -13,7 +13,9 @@ from typer.core import TyperGroup
 from corpusflow.runtime import configure_environment
 
 # Typer's usage errors (bad options, missing arguments): exit 2 with their own message.
-_CLICK_EXCEPTION = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+_CLICK_EXCEPTION: type[Exception] = next(
+    c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"
+)
 
 
 class ErrorBoundary(TyperGroup):

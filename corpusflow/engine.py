@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from chunking import warm_up as warm_up_chunking
 from chunking.models import Contextualizer
 from corpusflow import retry
+from corpusflow.activation import Activation, Gate, load_check
 from corpusflow.errors import (
     Category,
     ConfigurationError,
@@ -42,7 +43,6 @@ from corpusflow.errors import (
     StorageFullError,
     is_storage_full,
 )
-from corpusflow.evaluate import RetrievalCheck
 from corpusflow.fingerprints import Fingerprints, pipeline_fingerprint
 from corpusflow.holds import Accept, check_fingerprint, record_holds
 from corpusflow.pipeline import (
@@ -50,7 +50,6 @@ from corpusflow.pipeline import (
     Processed,
     RunReport,
     StageTimer,
-    ValidationFailedError,
     choose_model,
     chunk_parsed,
     make_contextualizer,
@@ -63,17 +62,15 @@ from corpusflow.pipeline import (
 from corpusflow.plan import Plan, WorkItem, plan_changes
 from corpusflow.runtime import release_free_memory
 from corpusflow.settings import Settings
-from embedding import Embedder, ModelSpec, OneThreadEmbedder, load_embedder
+from embedding import Embedder, ModelSpec, OneThreadEmbedder
 from embedding.query_encoder import load_document_embedder
 from sources import Source, open_source
 from storage import Store, collection_lease
-from storage.records import PlanReason, Pointer, RunRecord
+from storage.records import PlanReason, RunRecord
 
 if TYPE_CHECKING:
     from parsers import ParserPool
 
-# (store, active pointer row, candidate chunk table, candidate's embedder) -> (switch?, summary)
-Gate = Callable[[Store, Pointer, str, Embedder], tuple[bool, str]]
 Outcome = Processed | BaseException
 TIDY_EVERY_COMMITS = 64
 Done = Callable[[WorkItem, Outcome], None]
@@ -280,12 +277,6 @@ class RefreshEngine:
         self.committed: list[tuple[Any, str]] = []
         self.commits = 0
         self.log: Callable[[str], None] = lambda message: None
-        # The retrieval check (``check.*``): the question set, its result on the table
-        # before the run, and the pre-run versions of the tables an undo restores.
-        self.check: RetrievalCheck | None = None
-        self.check_before: dict[str, Any] | None = None
-        self.check_before_s = 0.0
-        self.pre_versions: dict[str, tuple[str, int | None]] = {}
         self.pool: ParserPool | None = None
 
     # -- the two halves ---------------------------------------------------------
@@ -374,7 +365,7 @@ class RefreshEngine:
         report.model = f"{spec.model_id} ({spec.fingerprint})"
         report.chunk_table = store.chunks.name(spec.table_suffix)
         self.report = report
-        self.check = _load_check(settings)
+        check = load_check(settings)  # a bad question set fails before the lease
         self.stack.enter_context(collection_lease(settings.storage))
         recovered = store.pointer.recover_pin()
         if recovered is not None:
@@ -384,7 +375,18 @@ class RefreshEngine:
             )
         progress = self.stack.enter_context(Progress(settings.run.progress))
         self.job = Job(src, settings, store, spec, fps, progress, self.pool)
-        self.check_key = check_fingerprint(self.check)
+        self.check_key = check_fingerprint(check)
+        self.activation = Activation(
+            self.job,
+            report,
+            self.timer,
+            self.kind,
+            self.activate,
+            self.gate,
+            self.accept is not None,
+            check,
+            lambda message: self.log(message),
+        )
         with self.timer.time("plan"):
             plan = plan_changes(
                 src,
@@ -425,7 +427,7 @@ class RefreshEngine:
             f"plan: {plan.listed} listed, {len(plan.work)} to process, "
             f"{plan.unchanged} unchanged, {len(plan.deleted)} deleted"
         )
-        self._check_before()  # before the first write of this run, the ledger's included
+        self.activation.before_writes(plan)  # before this run's first write, the ledger's too
         if plan.touched:
             store.ledger.upsert(fps.table_suffix, plan.touched)
 
@@ -454,7 +456,7 @@ class RefreshEngine:
             }
             for i, e in self.failures
         ]
-        self._activate_and_index()
+        self.activation.activate_and_index()
         if plan.work:
             with timer.time("tidy_caches"):
                 store.caches.tidy()
@@ -605,173 +607,6 @@ class RefreshEngine:
             return
         self.failures.append((batch[0].item, _as_document_error(result, Category.EMBEDDING)))
 
-    def _activate_and_index(self) -> None:
-        job, report, timer = self.job, self.report, self.timer
-        store, spec = job.store, job.spec
-        active = store.pointer.active()
-        target = report.chunk_table
-        if not store.exists(target):
-            return
-        from storage.maintenance import ensure_indexes
-
-        switching = active is None or (self.activate and active.chunk_table != target)
-        indexed = False
-        if switching:
-            problems = store.validate(spec.table_suffix, spec.dim)
-            if problems:
-                raise ValidationFailedError(
-                    f"{target} failed validation, the active table is unchanged: "
-                    + "; ".join(problems)
-                )
-            # Indexed before the gate: a keyword or hybrid question set needs the FTS
-            # index of the candidate, and indexing a table readers do not use is harmless.
-            with timer.time("index"):
-                ensure_indexes(store, target, self.settings.storage)
-            indexed = True
-            allowed = True
-            if self.gate is not None and active is not None:
-                with timer.time("quality_gate"):
-                    allowed, report.gate = self.gate(store, active, target, job.embedder)
-                self.log(f"quality gate: {report.gate}")
-            elif self.check is not None and active is not None:
-                allowed = self._check_beside(active, target)
-            if allowed:
-                store.pointer.set_active(spec.table_suffix, spec.to_dict())
-                report.activated = True
-        elif active is not None and active.chunk_table != target:
-            self.log(
-                f"built {target} beside the active {active.chunk_table}; "
-                "`corpusflow reindex` validates and switches"
-            )
-        if (report.chunks_written or report.deleted) and not indexed:
-            with timer.time("index"):
-                ensure_indexes(store, target, self.settings.storage)
-        if self.check_before is not None and self._check_after():
-            return  # undone: the restored version is the run's version, and it is not tagged
-        report.chunk_table_version = store.chunks.tag(
-            spec.table_suffix, f"{self.kind}-{report.run_id}"
-        )
-
-    # -- the retrieval check --------------------------------------------------------
-    def _check_before(self) -> None:
-        """A refresh writing in place into the active table: record the pre-run versions
-        of the chunk, parent and ledger tables (tagging the chunk table's when an undo is
-        possible) and run the question set on the table as it is."""
-        check, report, plan = self.check, self.report, self.plan
-        if check is None or plan is None:
-            return
-        if self.accept is not None:
-            report.check = {
-                "summary": "retrieval check: skipped, accepting "
-                f"{len(plan.work) + len(plan.deleted)} held document(s)"
-            }
-            return
-        store, spec = self.job.store, self.job.spec
-        active = store.pointer.active()
-        target = report.chunk_table
-        if active is None:
-            report.check = {"summary": "retrieval check: skipped, no active table yet"}
-            return
-        if active.chunk_table != target:
-            if not self.activate:
-                report.check = {
-                    "summary": f"retrieval check: skipped, {target} is built beside the active "
-                    "table (checked by `corpusflow reindex` before it is switched in)"
-                }
-            return  # a reindex: checked against the active table before switching
-        if not (plan.work or plan.deleted):
-            return  # nothing will change the table
-        for kind, name in (
-            ("chunks", target),
-            ("parents", active.parent_table),
-            ("ledger", store.ledger.name(spec.table_suffix)),
-        ):
-            self.pre_versions[kind] = (name, store.version_of(name))
-        if check.margin is not None:
-            store.chunks.tag(spec.table_suffix, f"pre-{self.kind}-{report.run_id}")
-            # Readers stay on these versions until the check has passed: the run's batches,
-            # and a result the check refuses, are never what a search reads.
-            ledger_table, ledger_version = self.pre_versions["ledger"]
-            store.pointer.pin(
-                {
-                    "chunks": self.pre_versions["chunks"][1],
-                    "parents": self.pre_versions["parents"][1],
-                    "ledger": ledger_version,
-                    "ledger_table": ledger_table,
-                    "run_id": report.run_id,
-                }
-            )
-        start = time.perf_counter()
-        with self.timer.time("retrieval_check"):
-            self.check_before = check.run(store, target, active.parent_table, self.job.embedder)
-        self.check_before_s = time.perf_counter() - start
-
-    def _check_after(self) -> bool:
-        """Run the question set again after the run's writes and indexes; when it is worse
-        than the margin, restore the three tables to their pre-run versions. Whether the
-        run was undone."""
-        check, report, before = self.check, self.report, self.check_before
-        assert check is not None and before is not None
-        store = self.job.store
-        chunks, _ = self.pre_versions["chunks"]
-        parents, _ = self.pre_versions["parents"]
-        start = time.perf_counter()
-        with self.timer.time("retrieval_check"):
-            after = check.run(store, chunks, parents, self.job.embedder)
-        after_s = time.perf_counter() - start
-        result = check.compare(before, after)
-        result["seconds"] = {"before": round(self.check_before_s, 3), "after": round(after_s, 3)}
-        versions: dict[str, dict[str, int | None]] = {}
-        for kind, (name, version) in self.pre_versions.items():
-            versions[kind] = {"before": version, "after": store.version_of(name)}
-        result["versions"] = versions
-        if result["refused"]:
-            with self.timer.time("undo"):
-                for kind, (name, version) in self.pre_versions.items():
-                    versions[kind]["restored"] = store.restore_version(name, version)
-            result["undone"] = True
-            chunk_v = versions["chunks"]
-            result["summary"] += (
-                f"; undone: {chunks} restored to version {chunk_v['before']} "
-                f"(as version {chunk_v['restored']}), parents and ledger too"
-            )
-            report.chunk_table_version = chunk_v["restored"]
-        if check.margin is not None:
-            store.pointer.unpin()  # passed: readers move to the new version; undone: to the restored one
-        report.check = result
-        self.log(result["summary"])
-        return bool(result["undone"])
-
-    def _check_beside(self, active: Pointer, target: str) -> bool:
-        """A table built beside the active one (reindex): the question set on the active
-        table (with its own model) and on the candidate; whether it may be switched in."""
-        from corpusflow.api import spec_from_json
-
-        check, report, store = self.check, self.report, self.job.store
-        assert check is not None
-        start = time.perf_counter()
-        with self.timer.time("retrieval_check"):
-            old_embedder = load_embedder(self.settings.embed, spec_from_json(active.model_json))
-            before = check.run(store, active.chunk_table, active.parent_table, old_embedder)
-            mid = time.perf_counter()
-            after = check.run(
-                store,
-                target,
-                store.chunks.parent_name(store.chunks.suffix_of(target)),
-                self.job.embedder,
-            )
-        result = check.compare(before, after)
-        result["seconds"] = {
-            "before": round(mid - start, 3),
-            "after": round(time.perf_counter() - mid, 3),
-        }
-        if result["refused"]:
-            result["summary"] += f"; {target} was not activated"
-        report.check = result
-        report.gate = result["comparison"]
-        self.log(result["summary"])
-        return not result["refused"]
-
     def _stop_if_storage_full(self, exc: BaseException) -> None:
         """A full disk is not the document's fault: stop the run instead of failing documents."""
         if is_storage_full(exc) and not isinstance(exc, StorageFullError):
@@ -779,16 +614,6 @@ class RefreshEngine:
                 f"the database at {self.settings.storage.db} is out of space ({exc}); batches "
                 "committed so far are intact; free space and re-run to continue"
             ) from exc
-
-
-def _load_check(settings: Settings) -> RetrievalCheck | None:
-    cfg = settings.check
-    if not cfg.questions:
-        return None
-    try:
-        return RetrievalCheck.load(cfg.questions, cfg.margin, cfg.mode, cfg.k)
-    except (OSError, ValueError) as exc:
-        raise ConfigurationError(f"check.questions: {exc}") from exc
 
 
 def _as_document_error(exc: BaseException, category: Category) -> DocumentError:
