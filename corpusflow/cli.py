@@ -117,48 +117,40 @@ def _refresh(
     only_failed: bool = False,
     accept: Any = None,
 ) -> dict[str, Any]:
-    """Plan in this process. A refresh with nothing to parse records its run without an
-    orchestrator; one with a few documents and no Prefect server runs them here too
-    (``runs_under_prefect``); otherwise the Prefect flow (and with it the ephemeral API
-    when no server is configured) takes over the planned run and its lease."""
-    from corpusflow.engine import InProcessExecutor, RefreshEngine
+    """Plan in this process, then ask for the executor the plan needs
+    (``corpusflow.executors.choose``): a refresh with nothing to parse, or a few documents
+    and no Prefect server, runs here; otherwise in a Prefect flow run (with the ephemeral
+    API when no server is configured) that takes the planned engine and its lease."""
+    from corpusflow import executors
+    from corpusflow.engine import RefreshEngine
 
     kind = "retry-failed" if only_failed else "accept-held" if accept is not None else "refresh"
     engine = RefreshEngine(source, settings, force_delete, only_failed, kind=kind, accept=accept)
-    engine.prestart_parsers()
+    here = executors.parses_here(settings)
+    if here:
+        engine.prestart_parsers()
     engine.prepare()
-    if not engine.has_work:
-        return engine.run(InProcessExecutor()).to_dict()
-    from corpusflow.runtime import runs_under_prefect, start_prefect_api
-
-    token, api = "", None
+    api = None
     try:
-        engine.start_parsers()  # they import their libraries (~6 s) while the rest starts
-        if not runs_under_prefect(settings.run, engine.documents_to_process):
-            engine.warm_up()
-            return engine.run(InProcessExecutor()).to_dict()
-        api = start_prefect_api()  # returns once spawned: the server starts meanwhile
-        engine.warm_up()
-        from flows.refresh import hand_over, refresh_flow
+        executor = executors.choose(settings, engine.documents_to_process)
+        if here:
+            engine.start_parsers()  # they import their libraries (~6 s) while the rest starts
+        if isinstance(executor, executors.InProcessExecutor):
+            if here:
+                engine.warm_up()
+            return engine.run(executor).to_dict()
+        from corpusflow.runtime import start_prefect_api
+        from flows.refresh import run_planned
 
-        token = hand_over(engine)
+        api = start_prefect_api()  # returns once spawned: the server starts meanwhile
+        if here:
+            engine.warm_up()
         with api.serving():
-            return refresh_flow(
-                source,
-                settings.model_dump_json(),
-                force_delete=force_delete,
-                only_failed=only_failed,
-                prepared=token,
-            )
+            return run_planned(engine, executor)
     finally:
         if api is not None:
             api.stop()  # stopped already unless something failed before serving
-        if token:
-            from flows.refresh import release
-
-            release(token)
-        else:
-            engine.stack.close()
+        engine.stack.close()  # closed by the run already, unless it never started
 
 
 AllGroupsOpt = Annotated[
@@ -601,12 +593,12 @@ def chunks(
     settings = _settings(config, None, model, None)
     configure_environment()
     from corpusflow.fingerprints import Fingerprints
-    from corpusflow.pipeline import chunk_parsed, make_contextualizer
+    from corpusflow.kit import StageKit
+    from corpusflow.pipeline import chunk_parsed
     from corpusflow.plan import WorkItem
-    from embedding import load_embedder, resolve_model
+    from embedding import resolve_model
     from parsers import ParserPool
     from sources import LocalSource, SourceFile
-    from storage import Store
     from storage.records import PlanReason
 
     if not file.is_file():
@@ -615,13 +607,12 @@ def chunks(
     fps = Fingerprints.of(settings, spec)
     with ParserPool(settings.parse) as pool:
         parsed = pool.parse(file)
+        kit = StageKit.build(settings, spec, pool=pool)
     st = file.stat()
     file_ = SourceFile(file.name, st.st_size, st.st_mtime, str(file))
     item = WorkItem(file_, "", PlanReason.NEW)
     item.sha256 = LocalSource.content_hash(item.file)
-    ctx = make_contextualizer(settings, Store.from_settings(settings.storage))
-    tokenizer = load_embedder(settings.embed, spec).tokenizer()
-    result = chunk_parsed(item, parsed, tokenizer, settings, fps, ctx)
+    result = chunk_parsed(item, parsed, kit.tokenizer, settings, fps, kit.contextualizer)
     parents = {p.parent_id: p for p in result.parents}
     rows: list[dict[str, Any]] = [
         {

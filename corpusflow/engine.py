@@ -1,14 +1,11 @@
 """The refresh engine: one runner for every way a refresh runs.
 
-``RefreshEngine`` does the whole refresh (plan, parse, chunk, embed, commit, ledger,
-activation, indexes, tags, run record) and knows nothing of Prefect or Dask. Where
-documents are parsed and batches written is an injected ``Executor``:
-
-- ``InProcessExecutor`` (here): a thread per parser child, no orchestrator; the CLI
-  uses it when there is nothing to parse, tests and benchmarks use it directly;
-- ``flows.refresh.PrefectExecutor``: a Prefect task run per document (named after its
-  path, retried when transient) and per batch, on the flow's threads or on a Dask
-  cluster (prefect-dask).
+``RefreshEngine`` holds the write lease, plans, runs the loop and commits; the ledger,
+the run record and, through ``corpusflow.activation.Activation``, what readers see
+follow. It knows no orchestrator: documents are processed and batches written by the
+executor it is given (``corpusflow.executors``: any concurrent.futures-style
+``submit``), with the work built here (``ProcessDocument``, ``WriteBatch``) carrying the
+one retry policy (``corpusflow.retry``).
 
 Work in flight is bounded: at most ``run.max_in_flight`` documents are submitted or
 parsed but not yet committed. Parsing waits while the engine embeds and commits a
@@ -25,15 +22,13 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from chunking import warm_up as warm_up_chunking
-from chunking.models import Contextualizer
-from corpusflow import retry
 from corpusflow.activation import Activation, Gate, load_check
 from corpusflow.errors import (
     Category,
@@ -43,17 +38,21 @@ from corpusflow.errors import (
     StorageFullError,
     is_storage_full,
 )
+from corpusflow.executors import (
+    Executor,
+    InProcessExecutor,
+    ProcessDocument,
+    WriteBatch,
+)
 from corpusflow.fingerprints import Fingerprints, pipeline_fingerprint
 from corpusflow.holds import Accept, check_fingerprint, record_holds
+from corpusflow.kit import KitRecipe, StageKit
 from corpusflow.pipeline import (
     BatchWritten,
     Processed,
     RunReport,
     StageTimer,
     choose_model,
-    chunk_parsed,
-    make_contextualizer,
-    parse_document,
     record_deletions,
     record_failures,
     reuse_active_chunks,
@@ -73,7 +72,6 @@ if TYPE_CHECKING:
 
 Outcome = Processed | BaseException
 TIDY_EVERY_COMMITS = 64
-Done = Callable[[WorkItem, Outcome], None]
 
 
 class Progress:
@@ -111,36 +109,6 @@ class Progress:
             self.bar.advance(self.tasks[name], n)
 
 
-@dataclass(slots=True)
-class StageKit:
-    """What processing one document needs besides the document: built once per process."""
-
-    store: Store
-    pool: Any  # parsers.ParserPool
-    tokenizer: Any
-    contextualizer: Contextualizer | None
-
-    def resolve(self) -> StageKit:
-        return self
-
-
-def process_document(
-    item: WorkItem, source: Source, settings: Settings, fps: Fingerprints, kit: StageKit
-) -> Processed:
-    """Parse (isolated, or from the parse cache) and chunk one document."""
-    parsed, cached = parse_document(item, source, kit.store, settings, fps, kit.pool.parse)
-    chunks = chunk_parsed(item, parsed, kit.tokenizer, settings, fps, kit.contextualizer)
-    return Processed(item=item, parsed=parsed, chunks=chunks, from_cache=cached)
-
-
-def process_with_retries(
-    item: WorkItem, source: Source, settings: Settings, fps: Fingerprints, kit: StageKit
-) -> Outcome:
-    """``process_document`` under the one retry policy (corpusflow.retry); the document
-    or the error that stopped it (never raises)."""
-    return retry.outcome(settings.run, process_document, item, source, settings, fps, kit)
-
-
 @dataclass
 class Job:
     """One refresh as the executors see it."""
@@ -166,17 +134,25 @@ class Job:
         return self._embedder
 
     def local_kit(self, stack: ExitStack) -> StageKit:
-        """The kit for processing documents in this process; built once per job."""
+        """The kit for processing documents in this process (the job's store, parser pool
+        and embedder's tokenizer); built once per job."""
         if self._kit is None:
             from parsers import ParserPool
 
-            self._kit = StageKit(
+            self._kit = StageKit.build(
+                self.settings,
+                self.spec,
                 store=self.store,
                 pool=self.pool or stack.enter_context(ParserPool(self.settings.parse)),
                 tokenizer=self.embedder.tokenizer(),
-                contextualizer=make_contextualizer(self.settings, self.store),
             )
         return self._kit
+
+    def kit_for(self, executor: Any, stack: ExitStack) -> StageKit | KitRecipe:
+        """This process's kit, or a recipe for executors that run documents elsewhere."""
+        if getattr(executor, "parses_here", True):
+            return self.local_kit(stack)
+        return KitRecipe(self.settings.model_dump_json(), self.spec)
 
     def write(self, batch: list[Processed], embedder: Embedder | None = None) -> BatchWritten:
         """Embed (here, or with ``embedder``, e.g. on cluster workers) and commit."""
@@ -188,54 +164,6 @@ class Job:
             self.fps,
             on_progress=lambda n: self.progress.advance("embed", n),
         )
-
-
-class Executor(Protocol):
-    """Where documents are processed and batches written."""
-
-    def start(self, job: Job, stack: ExitStack) -> None:
-        """Set up (parser pool, cluster, task definitions); torn down with ``stack``."""
-
-    def submit(self, item: WorkItem, done: Done) -> None:
-        """Process ``item``; call ``done(item, Processed | exception)`` exactly once, from
-        any thread."""
-
-    def flush(self) -> None:
-        """Submit whatever is buffered (the engine calls it before it waits)."""
-
-    def write(self, label: str, batch: list[Processed]) -> BatchWritten | BaseException:
-        """Embed and commit ``batch``, or the error."""
-
-
-class InProcessExecutor:
-    """Documents on this process's threads (one per parser child); no orchestrator.
-    Documents and batch writes are retried under the one policy (corpusflow.retry)."""
-
-    name = "in-process"
-
-    def __init__(self) -> None:
-        self.job: Job | None = None
-
-    def start(self, job: Job, stack: ExitStack) -> None:
-        self.job = job
-        self.kit = job.local_kit(stack)
-        self.pool = stack.enter_context(ThreadPoolExecutor(max_workers=job.settings.parse.workers))
-
-    def submit(self, item: WorkItem, done: Done) -> None:
-        assert self.job is not None
-        job = self.job
-        self.pool.submit(
-            lambda: done(
-                item, process_with_retries(item, job.source, job.settings, job.fps, self.kit)
-            )
-        )
-
-    def flush(self) -> None:
-        """Nothing is buffered here."""
-
-    def write(self, label: str, batch: list[Processed]) -> BatchWritten | BaseException:
-        assert self.job is not None
-        return retry.outcome(self.job.settings.run, self.job.write, batch)
 
 
 def in_flight_limit(settings: Settings) -> int:
@@ -314,25 +242,14 @@ class RefreshEngine:
     def documents_to_process(self) -> int:
         return len(self.plan.work) if self.plan else 0
 
-    @property
-    def _parses_here(self) -> bool:
-        """Documents are parsed in this process's pool (a Dask run's workers build their
-        own parsers and chunker)."""
-        return self.settings.run.task_runner != "dask"
-
-    @property
-    def _processes_here(self) -> bool:
-        """Documents to parse and chunk in this process."""
-        return self.has_work and self._parses_here
-
     def prestart_parsers(self) -> None:
         """Start one parser process before the plan, on a guess that there will be
         something to parse: its imports (~6 s of CPU) then overlap with opening the
         store and planning instead of following them. A plan with nothing to parse
         kills it unused (a second or two of CPU on another core). Off with
-        ``run.prestart_parser = false``."""
+        ``run.prestart_parser = false``. Only for an executor that parses here."""
         run = self.settings.run
-        if run.prestart_parser and self.plan is None and self._parses_here and self.pool is None:
+        if run.prestart_parser and self.plan is None and self.pool is None:
             from parsers import ParserPool
 
             self.pool = self.stack.enter_context(ParserPool(self.settings.parse))
@@ -340,15 +257,17 @@ class RefreshEngine:
 
     def start_parsers(self) -> None:
         """Start the parser processes the plan needs now: they import their libraries
-        (~6 s of CPU) in the background while this process does anything else."""
-        if self._processes_here:
+        (~6 s of CPU) in the background while this process does anything else. Only for
+        an executor that parses here."""
+        if self.has_work:
             kit = self.job.local_kit(self.stack)
             kit.pool.start(min(self.settings.parse.workers, self.documents_to_process))
 
     def warm_up(self) -> None:
         """Start the parser processes, load the tokenizer and the chunker, so that an
-        orchestrator starting meanwhile overlaps with them."""
-        if self._processes_here:
+        orchestrator starting meanwhile overlaps with them. Only for an executor that
+        parses here."""
+        if self.has_work:
             self.start_parsers()
             warm_up_chunking()
 
@@ -512,7 +431,11 @@ class RefreshEngine:
         job.progress.add("parse", len(work))
         job.progress.add("embed", None)
         with timer.time("load_tokenizer"):
-            executor.start(job, self.stack)
+            start = getattr(executor, "start", None)
+            if start is not None:
+                start(job, self.stack)
+            kit = job.kit_for(executor, self.stack)
+        flush: Callable[[], None] = getattr(executor, "flush", lambda: None)
         batch: list[Processed] = []
         batch_no = 0
 
@@ -543,8 +466,9 @@ class RefreshEngine:
             todo = iter([*items, *extra])
         finished: queue.SimpleQueue[tuple[WorkItem, Outcome]] = queue.SimpleQueue()
 
-        def done(item: WorkItem, outcome: Outcome) -> None:
-            finished.put((item, outcome))
+        def submit(item: WorkItem) -> None:
+            future = executor.submit(ProcessDocument(item, job.source, settings, job.fps, kit))
+            future.add_done_callback(lambda f: finished.put((item, _outcome(f))))
 
         pending = 0
         exhausted = False
@@ -554,11 +478,11 @@ class RefreshEngine:
                 if nxt is None:
                     exhausted = True
                     break
-                executor.submit(nxt, done)
+                submit(nxt)
                 pending += 1
             if not pending:
                 break
-            executor.flush()
+            flush()
             item, outcome = finished.get()
             pending -= 1
             job.progress.advance("parse")
@@ -571,7 +495,7 @@ class RefreshEngine:
             else:
                 report.parsed += 1
             add(outcome)
-        executor.flush()
+        flush()
         if batch:
             batch_no += 1
             self._commit(executor, str(batch_no), batch)
@@ -580,7 +504,7 @@ class RefreshEngine:
         """Embed and commit a batch; a batch that fails is split so only the documents
         that fail alone are recorded as failed."""
         start = time.perf_counter()
-        result = executor.write(label, batch)
+        result = _outcome(executor.submit(WriteBatch(label, batch, self.job)))
         self.timer.add("embed_write", time.perf_counter() - start)
         if not isinstance(result, BaseException):
             self.committed.extend((p.item.file, p.item.sha256) for p in batch)
@@ -614,6 +538,12 @@ class RefreshEngine:
                 f"the database at {self.settings.storage.db} is out of space ({exc}); batches "
                 "committed so far are intact; free space and re-run to continue"
             ) from exc
+
+
+def _outcome(future: Future[Any]) -> Any:
+    """A finished (or, waited for here, finishing) future's result, or its error."""
+    error = future.exception()
+    return error if error is not None else future.result()
 
 
 def _as_document_error(exc: BaseException, category: Category) -> DocumentError:

@@ -1,6 +1,6 @@
 """The refresh as plain functions: plan, process one document, write a batch.
 
-Flows call these; so can tests and scripts, without Prefect. Each function uses
+Flows call these; so can tests and scripts, without an orchestrator. Each function uses
 the stage packages only through their public interfaces.
 """
 
@@ -495,7 +495,7 @@ class RunReport:
     activated: bool = False
     gate: str = ""  # the quality gate's comparison, when one ran
     model: str = ""
-    executor: str = ""  # what processed the documents: "in-process", "prefect", "prefect+dask"
+    executor: str = ""  # the name of the executor that processed the documents
     elapsed_s: float = 0.0
     stage_s: dict[str, float] = field(default_factory=dict)
     failures: list[dict[str, str]] = field(default_factory=list)
