@@ -13,6 +13,7 @@ an engine the caller already planned in a flow run.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import queue
 import threading
 from collections.abc import Callable
@@ -33,7 +34,14 @@ from corpusflow.settings import Settings
 from embedding import Embedder
 from flows.scaleout import ClusterEmbedder, dask_task_runner
 
-__all__ = ["Gate", "PrefectExecutor", "refresh_flow", "run_planned", "run_refresh"]
+__all__ = [
+    "Gate",
+    "PrefectExecutor",
+    "planned_refresh_flow",
+    "refresh_flow",
+    "run_planned",
+    "run_refresh",
+]
 
 
 @task(task_run_name="{work.name}", cache_policy=NO_CACHE)
@@ -314,17 +322,36 @@ def _run_engine(engine: RefreshEngine, executor: Any, publish: bool) -> RunRepor
     return report
 
 
+# The planned run the calling context hands to ``planned_refresh_flow``: set only for the
+# duration of ``run_planned``'s call, in its own context (not a registry of engines). The
+# flow is a module-level function, so a Dask cluster can import it by name; a closure over
+# the engine cannot be sent to workers.
+_PLANNED: contextvars.ContextVar[tuple[RefreshEngine, Any, bool]] = contextvars.ContextVar(
+    "corpusflow_planned_refresh"
+)
+
+
+@flow(name="corpusflow-refresh", log_prints=False)
+def planned_refresh_flow(source: str, run_id: str) -> dict[str, Any]:
+    """The flow run of a refresh planned by the caller (see ``run_planned``)."""
+    try:
+        engine, executor, publish = _PLANNED.get()
+    except LookupError:
+        raise RuntimeError("planned_refresh_flow runs only through run_planned") from None
+    if engine.report.run_id != run_id:
+        raise RuntimeError(f"planned run {engine.report.run_id} is not {run_id}")
+    return _run_engine(engine, executor, publish).to_dict()
+
+
 def run_planned(engine: RefreshEngine, executor: Any, publish: bool = True) -> dict[str, Any]:
     """Run an engine already planned in this process (the CLI plans first, so a refresh
     with nothing to do starts no orchestrator) in a flow run named like ``refresh_flow``'s,
-    with ``executor``. The engine is passed to the flow by closure, not through a
-    registry; the flow run's parameters record the source and the planned run's id."""
-
-    @flow(name="corpusflow-refresh", log_prints=False)
-    def corpusflow_refresh(source: str, run_id: str) -> dict[str, Any]:
-        return _run_engine(engine, executor, publish).to_dict()
-
-    result: dict[str, Any] = corpusflow_refresh(engine.source_uri, engine.report.run_id)
+    with ``executor``; the flow run's parameters record the source and the run's id."""
+    token = _PLANNED.set((engine, executor, publish))
+    try:
+        result: dict[str, Any] = planned_refresh_flow(engine.source_uri, engine.report.run_id)
+    finally:
+        _PLANNED.reset(token)
     return result
 
 
