@@ -331,13 +331,19 @@ _PLANNED: contextvars.ContextVar[tuple[RefreshEngine, Any, bool]] = contextvars.
 )
 
 
+def _planned() -> tuple[RefreshEngine, Any, bool]:
+    """The planned run of this call. (A function, so that the flow's code refers to the
+    context variable by module, and Prefect can pickle the flow for Dask workers.)"""
+    try:
+        return _PLANNED.get()
+    except LookupError:
+        raise RuntimeError("planned_refresh_flow runs only through run_planned") from None
+
+
 @flow(name="corpusflow-refresh", log_prints=False)
 def planned_refresh_flow(source: str, run_id: str) -> dict[str, Any]:
     """The flow run of a refresh planned by the caller (see ``run_planned``)."""
-    try:
-        engine, executor, publish = _PLANNED.get()
-    except LookupError:
-        raise RuntimeError("planned_refresh_flow runs only through run_planned") from None
+    engine, executor, publish = _planned()
     if engine.report.run_id != run_id:
         raise RuntimeError(f"planned run {engine.report.run_id} is not {run_id}")
     return _run_engine(engine, executor, publish).to_dict()
