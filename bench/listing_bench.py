@@ -93,7 +93,7 @@ STEPS = {
 
 
 def _setup(work: Path, hash_shortcut: bool = True) -> tuple[Any, Any, Any, Any]:
-    from corpusflow.pipeline import Fingerprints
+    from corpusflow.fingerprints import Fingerprints
     from corpusflow.settings import load_settings
     from parsers import ParserFingerprints
     from sources import LocalSource

@@ -15,6 +15,7 @@ Measures, in one process against one ephemeral Prefect API:
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import shutil
 import sys
@@ -22,7 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+# CORPUSFLOW_REPO: measure another checkout's code with this script (before/after runs).
+REPO = Path(os.environ.get("CORPUSFLOW_REPO") or Path(__file__).resolve().parents[1])
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
@@ -50,6 +52,7 @@ def main() -> None:
     ap.add_argument("--docs", type=int, default=1000)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--model-change", choices=["tuned", "max-length"], default="tuned")
+    ap.add_argument("--no-reindex", action="store_true", help="Stop after the 1%%-changed refresh.")
     args = ap.parse_args()
     from corpusflow.runtime import configure_environment
 
@@ -89,12 +92,13 @@ def main() -> None:
         str(corpus),
         settings,
     )
-    if args.model_change == "tuned":
-        new_embed = {"model": str(tuned_copy(work / "minilm-tuned")), "max_length": 256}
-    else:
-        new_embed = {"model": "minilm", "max_length": 128}
-    new_model = load_settings(None, {**base, "embed": new_embed})
-    timed("model-change reindex", reindex_flow, str(corpus), new_model.model_dump_json())
+    if not args.no_reindex:
+        if args.model_change == "tuned":
+            new_embed = {"model": str(tuned_copy(work / "minilm-tuned")), "max_length": 256}
+        else:
+            new_embed = {"model": "minilm", "max_length": 128}
+        new_model = load_settings(None, {**base, "embed": new_embed})
+        timed("model-change reindex", reindex_flow, str(corpus), new_model.model_dump_json())
 
     first = rows[0][1]
     print(

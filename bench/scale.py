@@ -173,7 +173,8 @@ class SyntheticSource:
 
 def _plan_child(db: str, rows: int) -> None:
     """In a fresh process: plan the synthetic listing against the synthetic ledger."""
-    from corpusflow.pipeline import Fingerprints, choose_model
+    from corpusflow.fingerprints import Fingerprints
+    from corpusflow.pipeline import choose_model
     from corpusflow.plan import plan_changes
     from corpusflow.settings import load_settings
     from storage import Store
@@ -205,7 +206,8 @@ def _plan_child(db: str, rows: int) -> None:
 def plan(args: argparse.Namespace) -> dict[str, Any]:
     import pyarrow as pa
 
-    from corpusflow.pipeline import Fingerprints, choose_model
+    from corpusflow.fingerprints import Fingerprints
+    from corpusflow.pipeline import choose_model
     from corpusflow.settings import load_settings
     from sources import SourceFile
     from storage import Store

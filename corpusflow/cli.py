@@ -8,8 +8,29 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from corpusflow.runtime import configure_environment
+
+# Typer's usage errors (bad options, missing arguments): exit 2 with their own message.
+_CLICK_EXCEPTION: type[Exception] = next(
+    c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"
+)
+
+
+class ErrorBoundary(TyperGroup):
+    """The CLI's one error boundary: an error any command raises becomes one red line
+    on stderr, ``error: MESSAGE``, and the exit status ``exit_code`` gives it; never a
+    traceback. Typer's own exits and usage errors pass through as they are."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, typer.Abort, _CLICK_EXCEPTION):
+            raise
+        except Exception as exc:
+            _fail(error_message(exc), exit_code(exc))
+
 
 app = typer.Typer(
     name="corpusflow",
@@ -17,6 +38,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=ErrorBoundary,
 )
 
 DbOpt = Annotated[
@@ -63,8 +85,15 @@ def exit_code(exc: BaseException) -> int:
     return 1
 
 
-def _fail_on(exc: BaseException) -> Any:
-    _fail(str(exc), exit_code(exc))
+def error_message(exc: BaseException) -> str:
+    """An error as the one line after ``error: ``: a corpusflow error or an expected
+    kind (arguments, lookups, files) by its message; anything else with its type too."""
+    from corpusflow.errors import CorpusflowError
+
+    expected = CorpusflowError | LookupError | ValueError | OSError
+    text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+    text = " ".join(text.split()) or type(exc).__name__
+    return text if isinstance(exc, expected) else f"{type(exc).__name__}: {text}"
 
 
 def _fail(message: str, code: int = 2) -> Any:
@@ -74,14 +103,10 @@ def _fail(message: str, code: int = 2) -> Any:
 
 def _run_flow(source: str, settings: Any, start: Any) -> dict[str, Any]:
     """Preflight, then run a flow; configuration errors exit 2, run failures exit 1."""
-    from corpusflow.errors import CorpusflowError
     from corpusflow.pipeline import preflight
 
-    try:
-        preflight(source, settings)
-        report: dict[str, Any] = start()
-    except CorpusflowError as exc:
-        _fail_on(exc)
+    preflight(source, settings)
+    report: dict[str, Any] = start()
     return report
 
 
@@ -92,48 +117,40 @@ def _refresh(
     only_failed: bool = False,
     accept: Any = None,
 ) -> dict[str, Any]:
-    """Plan in this process. A refresh with nothing to parse records its run without an
-    orchestrator; one with a few documents and no Prefect server runs them here too
-    (``runs_under_prefect``); otherwise the Prefect flow (and with it the ephemeral API
-    when no server is configured) takes over the planned run and its lease."""
-    from corpusflow.engine import InProcessExecutor, RefreshEngine
+    """Plan in this process, then ask for the executor the plan needs
+    (``corpusflow.executors.choose``): a refresh with nothing to parse, or a few documents
+    and no Prefect server, runs here; otherwise in a Prefect flow run (with the ephemeral
+    API when no server is configured) that takes the planned engine and its lease."""
+    from corpusflow import executors
+    from corpusflow.engine import RefreshEngine
 
     kind = "retry-failed" if only_failed else "accept-held" if accept is not None else "refresh"
     engine = RefreshEngine(source, settings, force_delete, only_failed, kind=kind, accept=accept)
-    engine.prestart_parsers()
+    here = executors.parses_here(settings)
+    if here:
+        engine.prestart_parsers()
     engine.prepare()
-    if not engine.has_work:
-        return engine.run(InProcessExecutor()).to_dict()
-    from corpusflow.runtime import runs_under_prefect, start_prefect_api
-
-    token, api = "", None
+    api = None
     try:
-        engine.start_parsers()  # they import their libraries (~6 s) while the rest starts
-        if not runs_under_prefect(settings.run, engine.documents_to_process):
-            engine.warm_up()
-            return engine.run(InProcessExecutor()).to_dict()
-        api = start_prefect_api()  # returns once spawned: the server starts meanwhile
-        engine.warm_up()
-        from flows.refresh import hand_over, refresh_flow
+        executor = executors.choose(settings, engine.documents_to_process)
+        if here:
+            engine.start_parsers()  # they import their libraries (~6 s) while the rest starts
+        if isinstance(executor, executors.InProcessExecutor):
+            if here:
+                engine.warm_up()
+            return engine.run(executor).to_dict()
+        from corpusflow.runtime import start_prefect_api
+        from flows.refresh import run_planned
 
-        token = hand_over(engine)
+        api = start_prefect_api()  # returns once spawned: the server starts meanwhile
+        if here:
+            engine.warm_up()
         with api.serving():
-            return refresh_flow(
-                source,
-                settings.model_dump_json(),
-                force_delete=force_delete,
-                only_failed=only_failed,
-                prepared=token,
-            )
+            return run_planned(engine, executor)
     finally:
         if api is not None:
             api.stop()  # stopped already unless something failed before serving
-        if token:
-            from flows.refresh import release
-
-            release(token)
-        else:
-            engine.stack.close()
+        engine.stack.close()  # closed by the run already, unless it never started
 
 
 AllGroupsOpt = Annotated[
@@ -319,13 +336,9 @@ def rollback(db: DbOpt = None, config: ConfigOpt = None, collection: CollectionO
     """Switch readers back to the previous table (the one a reindex replaced)."""
     settings = _settings(config, db, None, collection)
     configure_environment()
-    from corpusflow.errors import CorpusflowError
     from flows.maintenance import rollback as do_rollback
 
-    try:
-        pointer = do_rollback(settings)
-    except (LookupError, CorpusflowError) as exc:
-        _fail_on(exc)
+    pointer = do_rollback(settings)
     typer.echo(f"active table is now {pointer.chunk_table}")
     typer.echo(f"rollback target is {pointer.previous_chunk_table}")
 
@@ -342,13 +355,9 @@ def retire(
     """Drop a non-active model table with its parents and ledger."""
     settings = _settings(config, db, None, collection)
     configure_environment()
-    from corpusflow.errors import CorpusflowError
     from flows.maintenance import retire as do_retire
 
-    try:
-        dropped = do_retire(settings, table)
-    except (LookupError, ValueError, CorpusflowError) as exc:
-        _fail_on(exc)
+    dropped = do_retire(settings, table)
     for name in dropped:
         typer.echo(f"dropped {name}")
 
@@ -362,15 +371,11 @@ def maintain(
     """Compact tables, update indexes and remove versions past the retention window."""
     settings = _settings(config, db, None, collection)
     configure_environment()
-    from corpusflow.errors import CorpusflowError
     from corpusflow.runtime import start_prefect_api
     from flows.maintenance import maintain_flow
 
-    try:
-        with start_prefect_api().serving():
-            report = maintain_flow(settings.model_dump_json())
-    except CorpusflowError as exc:
-        _fail_on(exc)
+    with start_prefect_api().serving():
+        report = maintain_flow(settings.model_dump_json())
     typer.echo(json.dumps(report, indent=2, default=str))
 
 
@@ -443,15 +448,11 @@ def forget(
     configure_environment()
     from corpusflow.api import forget as do_forget
     from corpusflow.api import unforget
-    from corpusflow.errors import CorpusflowError
 
-    try:
-        if undo:
-            lifted = unforget(paths, settings)
-        else:
-            receipt = do_forget(paths, settings, source)
-    except (LookupError, ValueError, CorpusflowError) as exc:
-        _fail_on(exc)
+    if undo:
+        lifted = unforget(paths, settings)
+    else:
+        receipt = do_forget(paths, settings, source)
     if undo:
         for path in lifted:
             typer.echo(f"re-admitted {path}: the next refresh adds it again")
@@ -591,31 +592,27 @@ def chunks(
     """Print the chunks of FILE as they would be embedded: context, text, parent, headings."""
     settings = _settings(config, None, model, None)
     configure_environment()
-    from corpusflow.errors import CorpusflowError
-    from corpusflow.pipeline import Fingerprints, chunk_parsed, make_contextualizer
+    from corpusflow.fingerprints import Fingerprints
+    from corpusflow.kit import StageKit
+    from corpusflow.pipeline import chunk_parsed
     from corpusflow.plan import WorkItem
-    from embedding import load_embedder, resolve_model
+    from embedding import resolve_model
     from parsers import ParserPool
     from sources import LocalSource, SourceFile
-    from storage import Store
     from storage.records import PlanReason
 
     if not file.is_file():
         _fail(f"no such file: {file}")
-    try:
-        spec = resolve_model(settings.embed)
-        fps = Fingerprints.of(settings, spec)
-        with ParserPool(settings.parse) as pool:
-            parsed = pool.parse(file)
-        st = file.stat()
-        file_ = SourceFile(file.name, st.st_size, st.st_mtime, str(file))
-        item = WorkItem(file_, "", PlanReason.NEW)
-        item.sha256 = LocalSource.content_hash(item.file)
-        ctx = make_contextualizer(settings, Store.from_settings(settings.storage))
-        tokenizer = load_embedder(settings.embed, spec).tokenizer()
-        result = chunk_parsed(item, parsed, tokenizer, settings, fps, ctx)
-    except CorpusflowError as exc:
-        _fail_on(exc)
+    spec = resolve_model(settings.embed)
+    fps = Fingerprints.of(settings, spec)
+    with ParserPool(settings.parse) as pool:
+        parsed = pool.parse(file)
+        kit = StageKit.build(settings, spec, pool=pool)
+    st = file.stat()
+    file_ = SourceFile(file.name, st.st_size, st.st_mtime, str(file))
+    item = WorkItem(file_, "", PlanReason.NEW)
+    item.sha256 = LocalSource.content_hash(item.file)
+    result = chunk_parsed(item, parsed, kit.tokenizer, settings, fps, kit.contextualizer)
     parents = {p.parent_id: p for p in result.parents}
     rows: list[dict[str, Any]] = [
         {
@@ -685,7 +682,6 @@ def search(
     configure_environment()
     from corpusflow.api import Filters
     from corpusflow.api import search as do_search
-    from corpusflow.errors import CorpusflowError
 
     _check_mode(mode)
     metadata = {}
@@ -702,10 +698,7 @@ def search(
         all_groups=all_groups,
         lang=tuple(x.strip() for x in lang.split(",") if x.strip()) if lang else None,
     )
-    try:
-        hits = do_search(query, settings, k=k, mode=mode, filters=filters)  # type: ignore[arg-type]
-    except CorpusflowError as exc:
-        _fail_on(exc)
+    hits = do_search(query, settings, k=k, mode=mode, filters=filters)  # type: ignore[arg-type]
     if json_out:
         typer.echo(json.dumps(hits, indent=2, ensure_ascii=False))
         return
@@ -744,21 +737,17 @@ def eval_cmd(
     settings = _settings(config, db, None, collection)
     configure_environment()
     from corpusflow.api import Filters, Searcher
-    from corpusflow.errors import CorpusflowError
     from corpusflow.evaluate import evaluate, load_questions
 
     _check_mode(mode)
-    try:
-        qs = load_questions(questions)
-        searcher = Searcher.for_active(settings)
-        access = Filters(groups=_groups(groups, all_groups), all_groups=all_groups)
-        result = evaluate(
-            qs,
-            lambda q, n: searcher.search(q, k=n, mode=mode, filters=access),  # type: ignore[arg-type]
-            k=k,
-        )
-    except (OSError, ValueError, CorpusflowError) as exc:
-        _fail_on(exc)
+    qs = load_questions(questions)
+    searcher = Searcher.for_active(settings)
+    access = Filters(groups=_groups(groups, all_groups), all_groups=all_groups)
+    result = evaluate(
+        qs,
+        lambda q, n: searcher.search(q, k=n, mode=mode, filters=access),  # type: ignore[arg-type]
+        k=k,
+    )
     if json_out:
         typer.echo(json.dumps(result, indent=2, ensure_ascii=False))
         return
@@ -813,13 +802,9 @@ def verify(
     after `forget`, no trace of the forgotten documents. Exits 1 on any violation."""
     settings = _settings(config, db, None, collection)
     configure_environment()
-    from corpusflow.errors import CorpusflowError
     from corpusflow.verify import nothing_lost
 
-    try:
-        report = nothing_lost(settings, source, rehash=rehash, erasure_scan=erasure_scan)
-    except CorpusflowError as exc:
-        _fail_on(exc)
+    report = nothing_lost(settings, source, rehash=rehash, erasure_scan=erasure_scan)
     if json_out:
         typer.echo(json.dumps(report.to_dict(), indent=2))
     else:

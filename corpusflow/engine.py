@@ -1,14 +1,11 @@
 """The refresh engine: one runner for every way a refresh runs.
 
-``RefreshEngine`` does the whole refresh (plan, parse, chunk, embed, commit, ledger,
-activation, indexes, tags, run record) and knows nothing of Prefect or Dask. Where
-documents are parsed and batches written is an injected ``Executor``:
-
-- ``InProcessExecutor`` (here): a thread per parser child, no orchestrator; the CLI
-  uses it when there is nothing to parse, tests and benchmarks use it directly;
-- ``flows.refresh.PrefectExecutor``: a Prefect task run per document (named after its
-  path, retried when transient) and per batch, on the flow's threads or on a Dask
-  cluster (prefect-dask).
+``RefreshEngine`` holds the write lease, plans, runs the loop and commits; the ledger,
+the run record and, through ``corpusflow.activation.Activation``, what readers see
+follow. It knows no orchestrator: documents are processed and batches written by the
+executor it is given (``corpusflow.executors``: any concurrent.futures-style
+``submit``), with the work built here (``ProcessDocument``, ``WriteBatch``) carrying the
+one retry policy (``corpusflow.retry``).
 
 Work in flight is bounded: at most ``run.max_in_flight`` documents are submitted or
 parsed but not yet committed. Parsing waits while the engine embeds and commits a
@@ -25,14 +22,14 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from chunking import warm_up as warm_up_chunking
-from chunking.models import Contextualizer
+from corpusflow.activation import Activation, Gate, load_check
 from corpusflow.errors import (
     Category,
     ConfigurationError,
@@ -40,21 +37,22 @@ from corpusflow.errors import (
     RetrievalCheckFailed,
     StorageFullError,
     is_storage_full,
-    is_transient,
 )
-from corpusflow.evaluate import RetrievalCheck
-from corpusflow.holds import Accept, check_fingerprint, pipeline_fingerprint, record_holds
+from corpusflow.executors import (
+    Executor,
+    InProcessExecutor,
+    ProcessDocument,
+    WriteBatch,
+)
+from corpusflow.fingerprints import Fingerprints, pipeline_fingerprint
+from corpusflow.holds import Accept, check_fingerprint, record_holds
+from corpusflow.kit import KitRecipe, StageKit
 from corpusflow.pipeline import (
     BatchWritten,
-    Fingerprints,
     Processed,
     RunReport,
     StageTimer,
-    ValidationFailedError,
     choose_model,
-    chunk_parsed,
-    make_contextualizer,
-    parse_document,
     record_deletions,
     record_failures,
     reuse_active_chunks,
@@ -63,20 +61,17 @@ from corpusflow.pipeline import (
 from corpusflow.plan import Plan, WorkItem, plan_changes
 from corpusflow.runtime import release_free_memory
 from corpusflow.settings import Settings
-from embedding import Embedder, ModelSpec, OneThreadEmbedder, load_embedder
+from embedding import Embedder, ModelSpec, OneThreadEmbedder
 from embedding.query_encoder import load_document_embedder
 from sources import Source, open_source
 from storage import Store, collection_lease
-from storage.records import PlanReason, Pointer, RunRecord
+from storage.records import PlanReason, RunRecord
 
 if TYPE_CHECKING:
     from parsers import ParserPool
 
-# (store, active pointer row, candidate chunk table, candidate's embedder) -> (switch?, summary)
-Gate = Callable[[Store, Pointer, str, Embedder], tuple[bool, str]]
 Outcome = Processed | BaseException
 TIDY_EVERY_COMMITS = 64
-Done = Callable[[WorkItem, Outcome], None]
 
 
 class Progress:
@@ -114,47 +109,6 @@ class Progress:
             self.bar.advance(self.tasks[name], n)
 
 
-@dataclass(slots=True)
-class StageKit:
-    """What processing one document needs besides the document: built once per process."""
-
-    store: Store
-    pool: Any  # parsers.ParserPool
-    tokenizer: Any
-    contextualizer: Contextualizer | None
-
-    def resolve(self) -> StageKit:
-        return self
-
-
-def process_document(
-    item: WorkItem, source: Source, settings: Settings, fps: Fingerprints, kit: StageKit
-) -> Processed:
-    """Parse (isolated, or from the parse cache) and chunk one document."""
-    parsed, cached = parse_document(item, source, kit.store, settings, fps, kit.pool.parse)
-    chunks = chunk_parsed(item, parsed, kit.tokenizer, settings, fps, kit.contextualizer)
-    return Processed(item=item, parsed=parsed, chunks=chunks, from_cache=cached)
-
-
-def process_with_retries(
-    item: WorkItem, source: Source, settings: Settings, fps: Fingerprints, kit: StageKit
-) -> Outcome:
-    """``process_document``, retried ``run.task_retries`` times on a transient failure;
-    the document or the error that stopped it (never raises)."""
-    run = settings.run
-    out: Outcome
-    for attempt in range(run.task_retries + 1):
-        try:
-            return process_document(item, source, settings, fps, kit)
-        except Exception as exc:
-            out = exc
-            if attempt < run.task_retries and is_transient(exc):
-                time.sleep(run.retry_delay_s * (attempt + 1))
-                continue
-            break
-    return out
-
-
 @dataclass
 class Job:
     """One refresh as the executors see it."""
@@ -180,17 +134,25 @@ class Job:
         return self._embedder
 
     def local_kit(self, stack: ExitStack) -> StageKit:
-        """The kit for processing documents in this process; built once per job."""
+        """The kit for processing documents in this process (the job's store, parser pool
+        and embedder's tokenizer); built once per job."""
         if self._kit is None:
             from parsers import ParserPool
 
-            self._kit = StageKit(
+            self._kit = StageKit.build(
+                self.settings,
+                self.spec,
                 store=self.store,
                 pool=self.pool or stack.enter_context(ParserPool(self.settings.parse)),
                 tokenizer=self.embedder.tokenizer(),
-                contextualizer=make_contextualizer(self.settings, self.store),
             )
         return self._kit
+
+    def kit_for(self, executor: Any, stack: ExitStack) -> StageKit | KitRecipe:
+        """This process's kit, or a recipe for executors that run documents elsewhere."""
+        if getattr(executor, "parses_here", True):
+            return self.local_kit(stack)
+        return KitRecipe(self.settings.model_dump_json(), self.spec)
 
     def write(self, batch: list[Processed], embedder: Embedder | None = None) -> BatchWritten:
         """Embed (here, or with ``embedder``, e.g. on cluster workers) and commit."""
@@ -202,57 +164,6 @@ class Job:
             self.fps,
             on_progress=lambda n: self.progress.advance("embed", n),
         )
-
-
-class Executor(Protocol):
-    """Where documents are processed and batches written."""
-
-    def start(self, job: Job, stack: ExitStack) -> None:
-        """Set up (parser pool, cluster, task definitions); torn down with ``stack``."""
-
-    def submit(self, item: WorkItem, done: Done) -> None:
-        """Process ``item``; call ``done(item, Processed | exception)`` exactly once, from
-        any thread."""
-
-    def flush(self) -> None:
-        """Submit whatever is buffered (the engine calls it before it waits)."""
-
-    def write(self, label: str, batch: list[Processed]) -> BatchWritten | BaseException:
-        """Embed and commit ``batch``, or the error."""
-
-
-class InProcessExecutor:
-    """Documents on this process's threads (one per parser child); no orchestrator.
-    Transient failures are retried ``run.task_retries`` times, as Prefect would."""
-
-    name = "in-process"
-
-    def __init__(self) -> None:
-        self.job: Job | None = None
-
-    def start(self, job: Job, stack: ExitStack) -> None:
-        self.job = job
-        self.kit = job.local_kit(stack)
-        self.pool = stack.enter_context(ThreadPoolExecutor(max_workers=job.settings.parse.workers))
-
-    def submit(self, item: WorkItem, done: Done) -> None:
-        assert self.job is not None
-        job = self.job
-        self.pool.submit(
-            lambda: done(
-                item, process_with_retries(item, job.source, job.settings, job.fps, self.kit)
-            )
-        )
-
-    def flush(self) -> None:
-        """Nothing is buffered here."""
-
-    def write(self, label: str, batch: list[Processed]) -> BatchWritten | BaseException:
-        assert self.job is not None
-        try:
-            return self.job.write(batch)
-        except Exception as exc:
-            return exc
 
 
 def in_flight_limit(settings: Settings) -> int:
@@ -294,12 +205,6 @@ class RefreshEngine:
         self.committed: list[tuple[Any, str]] = []
         self.commits = 0
         self.log: Callable[[str], None] = lambda message: None
-        # The retrieval check (``check.*``): the question set, its result on the table
-        # before the run, and the pre-run versions of the tables an undo restores.
-        self.check: RetrievalCheck | None = None
-        self.check_before: dict[str, Any] | None = None
-        self.check_before_s = 0.0
-        self.pre_versions: dict[str, tuple[str, int | None]] = {}
         self.pool: ParserPool | None = None
 
     # -- the two halves ---------------------------------------------------------
@@ -337,25 +242,14 @@ class RefreshEngine:
     def documents_to_process(self) -> int:
         return len(self.plan.work) if self.plan else 0
 
-    @property
-    def _parses_here(self) -> bool:
-        """Documents are parsed in this process's pool (a Dask run's workers build their
-        own parsers and chunker)."""
-        return self.settings.run.task_runner != "dask"
-
-    @property
-    def _processes_here(self) -> bool:
-        """Documents to parse and chunk in this process."""
-        return self.has_work and self._parses_here
-
     def prestart_parsers(self) -> None:
         """Start one parser process before the plan, on a guess that there will be
         something to parse: its imports (~6 s of CPU) then overlap with opening the
         store and planning instead of following them. A plan with nothing to parse
         kills it unused (a second or two of CPU on another core). Off with
-        ``run.prestart_parser = false``."""
+        ``run.prestart_parser = false``. Only for an executor that parses here."""
         run = self.settings.run
-        if run.prestart_parser and self.plan is None and self._parses_here and self.pool is None:
+        if run.prestart_parser and self.plan is None and self.pool is None:
             from parsers import ParserPool
 
             self.pool = self.stack.enter_context(ParserPool(self.settings.parse))
@@ -363,15 +257,17 @@ class RefreshEngine:
 
     def start_parsers(self) -> None:
         """Start the parser processes the plan needs now: they import their libraries
-        (~6 s of CPU) in the background while this process does anything else."""
-        if self._processes_here:
+        (~6 s of CPU) in the background while this process does anything else. Only for
+        an executor that parses here."""
+        if self.has_work:
             kit = self.job.local_kit(self.stack)
             kit.pool.start(min(self.settings.parse.workers, self.documents_to_process))
 
     def warm_up(self) -> None:
         """Start the parser processes, load the tokenizer and the chunker, so that an
-        orchestrator starting meanwhile overlaps with them."""
-        if self._processes_here:
+        orchestrator starting meanwhile overlaps with them. Only for an executor that
+        parses here."""
+        if self.has_work:
             self.start_parsers()
             warm_up_chunking()
 
@@ -388,7 +284,7 @@ class RefreshEngine:
         report.model = f"{spec.model_id} ({spec.fingerprint})"
         report.chunk_table = store.chunks.name(spec.table_suffix)
         self.report = report
-        self.check = _load_check(settings)
+        check = load_check(settings)  # a bad question set fails before the lease
         self.stack.enter_context(collection_lease(settings.storage))
         recovered = store.pointer.recover_pin()
         if recovered is not None:
@@ -398,7 +294,18 @@ class RefreshEngine:
             )
         progress = self.stack.enter_context(Progress(settings.run.progress))
         self.job = Job(src, settings, store, spec, fps, progress, self.pool)
-        self.check_key = check_fingerprint(self.check)
+        self.check_key = check_fingerprint(check)
+        self.activation = Activation(
+            self.job,
+            report,
+            self.timer,
+            self.kind,
+            self.activate,
+            self.gate,
+            self.accept is not None,
+            check,
+            lambda message: self.log(message),
+        )
         with self.timer.time("plan"):
             plan = plan_changes(
                 src,
@@ -439,7 +346,7 @@ class RefreshEngine:
             f"plan: {plan.listed} listed, {len(plan.work)} to process, "
             f"{plan.unchanged} unchanged, {len(plan.deleted)} deleted"
         )
-        self._check_before()  # before the first write of this run, the ledger's included
+        self.activation.before_writes(plan)  # before this run's first write, the ledger's too
         if plan.touched:
             store.ledger.upsert(fps.table_suffix, plan.touched)
 
@@ -468,7 +375,7 @@ class RefreshEngine:
             }
             for i, e in self.failures
         ]
-        self._activate_and_index()
+        self.activation.activate_and_index()
         if plan.work:
             with timer.time("tidy_caches"):
                 store.caches.tidy()
@@ -524,7 +431,11 @@ class RefreshEngine:
         job.progress.add("parse", len(work))
         job.progress.add("embed", None)
         with timer.time("load_tokenizer"):
-            executor.start(job, self.stack)
+            start = getattr(executor, "start", None)
+            if start is not None:
+                start(job, self.stack)
+            kit = job.kit_for(executor, self.stack)
+        flush: Callable[[], None] = getattr(executor, "flush", lambda: None)
         batch: list[Processed] = []
         batch_no = 0
 
@@ -555,8 +466,9 @@ class RefreshEngine:
             todo = iter([*items, *extra])
         finished: queue.SimpleQueue[tuple[WorkItem, Outcome]] = queue.SimpleQueue()
 
-        def done(item: WorkItem, outcome: Outcome) -> None:
-            finished.put((item, outcome))
+        def submit(item: WorkItem) -> None:
+            future = executor.submit(ProcessDocument(item, job.source, settings, job.fps, kit))
+            future.add_done_callback(lambda f: finished.put((item, _outcome(f))))
 
         pending = 0
         exhausted = False
@@ -566,11 +478,11 @@ class RefreshEngine:
                 if nxt is None:
                     exhausted = True
                     break
-                executor.submit(nxt, done)
+                submit(nxt)
                 pending += 1
             if not pending:
                 break
-            executor.flush()
+            flush()
             item, outcome = finished.get()
             pending -= 1
             job.progress.advance("parse")
@@ -583,7 +495,7 @@ class RefreshEngine:
             else:
                 report.parsed += 1
             add(outcome)
-        executor.flush()
+        flush()
         if batch:
             batch_no += 1
             self._commit(executor, str(batch_no), batch)
@@ -592,7 +504,7 @@ class RefreshEngine:
         """Embed and commit a batch; a batch that fails is split so only the documents
         that fail alone are recorded as failed."""
         start = time.perf_counter()
-        result = executor.write(label, batch)
+        result = _outcome(executor.submit(WriteBatch(label, batch, self.job)))
         self.timer.add("embed_write", time.perf_counter() - start)
         if not isinstance(result, BaseException):
             self.committed.extend((p.item.file, p.item.sha256) for p in batch)
@@ -619,173 +531,6 @@ class RefreshEngine:
             return
         self.failures.append((batch[0].item, _as_document_error(result, Category.EMBEDDING)))
 
-    def _activate_and_index(self) -> None:
-        job, report, timer = self.job, self.report, self.timer
-        store, spec = job.store, job.spec
-        active = store.pointer.active()
-        target = report.chunk_table
-        if not store.exists(target):
-            return
-        from storage.maintenance import ensure_indexes
-
-        switching = active is None or (self.activate and active.chunk_table != target)
-        indexed = False
-        if switching:
-            problems = store.validate(spec.table_suffix, spec.dim)
-            if problems:
-                raise ValidationFailedError(
-                    f"{target} failed validation, the active table is unchanged: "
-                    + "; ".join(problems)
-                )
-            # Indexed before the gate: a keyword or hybrid question set needs the FTS
-            # index of the candidate, and indexing a table readers do not use is harmless.
-            with timer.time("index"):
-                ensure_indexes(store, target, self.settings.storage)
-            indexed = True
-            allowed = True
-            if self.gate is not None and active is not None:
-                with timer.time("quality_gate"):
-                    allowed, report.gate = self.gate(store, active, target, job.embedder)
-                self.log(f"quality gate: {report.gate}")
-            elif self.check is not None and active is not None:
-                allowed = self._check_beside(active, target)
-            if allowed:
-                store.pointer.set_active(spec.table_suffix, spec.to_dict())
-                report.activated = True
-        elif active is not None and active.chunk_table != target:
-            self.log(
-                f"built {target} beside the active {active.chunk_table}; "
-                "`corpusflow reindex` validates and switches"
-            )
-        if (report.chunks_written or report.deleted) and not indexed:
-            with timer.time("index"):
-                ensure_indexes(store, target, self.settings.storage)
-        if self.check_before is not None and self._check_after():
-            return  # undone: the restored version is the run's version, and it is not tagged
-        report.chunk_table_version = store.chunks.tag(
-            spec.table_suffix, f"{self.kind}-{report.run_id}"
-        )
-
-    # -- the retrieval check --------------------------------------------------------
-    def _check_before(self) -> None:
-        """A refresh writing in place into the active table: record the pre-run versions
-        of the chunk, parent and ledger tables (tagging the chunk table's when an undo is
-        possible) and run the question set on the table as it is."""
-        check, report, plan = self.check, self.report, self.plan
-        if check is None or plan is None:
-            return
-        if self.accept is not None:
-            report.check = {
-                "summary": "retrieval check: skipped, accepting "
-                f"{len(plan.work) + len(plan.deleted)} held document(s)"
-            }
-            return
-        store, spec = self.job.store, self.job.spec
-        active = store.pointer.active()
-        target = report.chunk_table
-        if active is None:
-            report.check = {"summary": "retrieval check: skipped, no active table yet"}
-            return
-        if active.chunk_table != target:
-            if not self.activate:
-                report.check = {
-                    "summary": f"retrieval check: skipped, {target} is built beside the active "
-                    "table (checked by `corpusflow reindex` before it is switched in)"
-                }
-            return  # a reindex: checked against the active table before switching
-        if not (plan.work or plan.deleted):
-            return  # nothing will change the table
-        for kind, name in (
-            ("chunks", target),
-            ("parents", active.parent_table),
-            ("ledger", store.ledger.name(spec.table_suffix)),
-        ):
-            self.pre_versions[kind] = (name, store.version_of(name))
-        if check.margin is not None:
-            store.chunks.tag(spec.table_suffix, f"pre-{self.kind}-{report.run_id}")
-            # Readers stay on these versions until the check has passed: the run's batches,
-            # and a result the check refuses, are never what a search reads.
-            ledger_table, ledger_version = self.pre_versions["ledger"]
-            store.pointer.pin(
-                {
-                    "chunks": self.pre_versions["chunks"][1],
-                    "parents": self.pre_versions["parents"][1],
-                    "ledger": ledger_version,
-                    "ledger_table": ledger_table,
-                    "run_id": report.run_id,
-                }
-            )
-        start = time.perf_counter()
-        with self.timer.time("retrieval_check"):
-            self.check_before = check.run(store, target, active.parent_table, self.job.embedder)
-        self.check_before_s = time.perf_counter() - start
-
-    def _check_after(self) -> bool:
-        """Run the question set again after the run's writes and indexes; when it is worse
-        than the margin, restore the three tables to their pre-run versions. Whether the
-        run was undone."""
-        check, report, before = self.check, self.report, self.check_before
-        assert check is not None and before is not None
-        store = self.job.store
-        chunks, _ = self.pre_versions["chunks"]
-        parents, _ = self.pre_versions["parents"]
-        start = time.perf_counter()
-        with self.timer.time("retrieval_check"):
-            after = check.run(store, chunks, parents, self.job.embedder)
-        after_s = time.perf_counter() - start
-        result = check.compare(before, after)
-        result["seconds"] = {"before": round(self.check_before_s, 3), "after": round(after_s, 3)}
-        versions: dict[str, dict[str, int | None]] = {}
-        for kind, (name, version) in self.pre_versions.items():
-            versions[kind] = {"before": version, "after": store.version_of(name)}
-        result["versions"] = versions
-        if result["refused"]:
-            with self.timer.time("undo"):
-                for kind, (name, version) in self.pre_versions.items():
-                    versions[kind]["restored"] = store.restore_version(name, version)
-            result["undone"] = True
-            chunk_v = versions["chunks"]
-            result["summary"] += (
-                f"; undone: {chunks} restored to version {chunk_v['before']} "
-                f"(as version {chunk_v['restored']}), parents and ledger too"
-            )
-            report.chunk_table_version = chunk_v["restored"]
-        if check.margin is not None:
-            store.pointer.unpin()  # passed: readers move to the new version; undone: to the restored one
-        report.check = result
-        self.log(result["summary"])
-        return bool(result["undone"])
-
-    def _check_beside(self, active: Pointer, target: str) -> bool:
-        """A table built beside the active one (reindex): the question set on the active
-        table (with its own model) and on the candidate; whether it may be switched in."""
-        from corpusflow.api import spec_from_json
-
-        check, report, store = self.check, self.report, self.job.store
-        assert check is not None
-        start = time.perf_counter()
-        with self.timer.time("retrieval_check"):
-            old_embedder = load_embedder(self.settings.embed, spec_from_json(active.model_json))
-            before = check.run(store, active.chunk_table, active.parent_table, old_embedder)
-            mid = time.perf_counter()
-            after = check.run(
-                store,
-                target,
-                store.chunks.parent_name(store.chunks.suffix_of(target)),
-                self.job.embedder,
-            )
-        result = check.compare(before, after)
-        result["seconds"] = {
-            "before": round(mid - start, 3),
-            "after": round(time.perf_counter() - mid, 3),
-        }
-        if result["refused"]:
-            result["summary"] += f"; {target} was not activated"
-        report.check = result
-        report.gate = result["comparison"]
-        self.log(result["summary"])
-        return not result["refused"]
-
     def _stop_if_storage_full(self, exc: BaseException) -> None:
         """A full disk is not the document's fault: stop the run instead of failing documents."""
         if is_storage_full(exc) and not isinstance(exc, StorageFullError):
@@ -795,14 +540,10 @@ class RefreshEngine:
             ) from exc
 
 
-def _load_check(settings: Settings) -> RetrievalCheck | None:
-    cfg = settings.check
-    if not cfg.questions:
-        return None
-    try:
-        return RetrievalCheck.load(cfg.questions, cfg.margin, cfg.mode, cfg.k)
-    except (OSError, ValueError) as exc:
-        raise ConfigurationError(f"check.questions: {exc}") from exc
+def _outcome(future: Future[Any]) -> Any:
+    """A finished (or, waited for here, finishing) future's result, or its error."""
+    error = future.exception()
+    return error if error is not None else future.result()
 
 
 def _as_document_error(exc: BaseException, category: Category) -> DocumentError:

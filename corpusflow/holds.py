@@ -31,7 +31,6 @@ from storage.records import DocStatus, LedgerRow
 
 if TYPE_CHECKING:
     from corpusflow.evaluate import RetrievalCheck
-    from corpusflow.pipeline import Fingerprints
     from sources import SourceFile
     from storage import Store
 
@@ -128,17 +127,6 @@ def check_fingerprint(check: RetrievalCheck | None) -> str:
         content = _digest([(q.question, q.path, q.contains) for q in check.questions])
     return "check:" + _digest(
         {"questions": content, "margin": check.margin, "mode": check.mode, "k": check.k}
-    )
-
-
-def pipeline_fingerprint(fps: Fingerprints) -> str:
-    """What turns bytes into chunks: every format's parser, the chunker and the model."""
-    return "pipeline:" + _digest(
-        {
-            "parsers": sorted(fps.parsers.by_format.items()),
-            "chunker": fps.chunker,
-            "model": fps.model,
-        }
     )
 
 

@@ -1,6 +1,6 @@
 """The refresh as plain functions: plan, process one document, write a batch.
 
-Flows call these; so can tests and scripts, without Prefect. Each function uses
+Flows call these; so can tests and scripts, without an orchestrator. Each function uses
 the stage packages only through their public interfaces.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field, replace
 from dataclasses import fields as dataclass_fields
 from typing import Any
 
-from chunking import ChunkSet, chunker_fingerprint
+from chunking import ChunkSet
 from chunking.models import Chunk, Contextualizer, Parent
 from corpusflow.deadline import DeadlineExceeded, thread_deadline
 from corpusflow.errors import (
@@ -22,14 +22,14 @@ from corpusflow.errors import (
     CorpusflowError,
     DocumentError,
 )
+from corpusflow.fingerprints import Fingerprints
 from corpusflow.plan import WorkItem
 from corpusflow.settings import Settings
 from embedding import EmbedCounts, Embedder, ModelSpec, embed_texts
 from embedding.runtime import load_seconds
-from parsers import ParsedDocument, ParserFingerprints, parser_fingerprints
+from parsers import ParsedDocument
 from parsers.models import ParseWarning
 from sources import Source, open_source
-from sources.archive import decoder as archive_decoder
 from storage import Store
 from storage.records import ChunkRow, DocStatus, LedgerRow, ParentRow
 from storage.schema import embed_key
@@ -37,74 +37,6 @@ from storage.schema import embed_key
 
 class ValidationFailedError(CorpusflowError):
     """A rebuilt table did not validate; the active pointer was left alone."""
-
-
-@dataclass(frozen=True, slots=True)
-class Fingerprints:
-    parsers: ParserFingerprints  # per format: see ParserFingerprints.of
-    chunker: str
-    model: str
-    max_tokens: int
-    table_suffix: str  # names the chunk, parent, staging and ledger tables of this model
-    # What judged a terminal failure (see failure_judge): a failed document is left alone
-    # until its bytes change only while the judge is the same.
-    failures: str = ""
-
-    @classmethod
-    def of(cls, settings: Settings, spec: ModelSpec) -> Fingerprints:
-        from embedding import tokenizer_fingerprint
-
-        max_tokens = chunk_max_tokens(settings, spec)
-        # Chunks depend on the tokenizer, not the weights: an upgrade that keeps the
-        # tokenizer (a fine-tuned model) can reuse the active table's chunks.
-        identity = tokenizer_fingerprint(spec.tokenizer_path or spec.path)
-        if settings.chunk.contextual == "llm":
-            from chunking.llm_context import TEMPLATE_VERSION
-
-            identity += (
-                f"|llm:{settings.llm.model}:{settings.llm.prompt_version}:{TEMPLATE_VERSION}"
-            )
-        parsers = parser_fingerprints(settings.parse)
-        chunker = chunker_fingerprint(settings.chunk, max_tokens, identity)
-        return cls(
-            parsers=parsers,
-            chunker=chunker,
-            model=spec.fingerprint,
-            max_tokens=max_tokens,
-            table_suffix=spec.table_suffix,
-            failures=failure_judge(settings, parsers, chunker),
-        )
-
-
-# Settings that change how a document is read but cannot turn a refusal into text.
-_NOT_JUDGING = {"workers", "nice", "artifacts_path"}
-
-
-def failure_judge(settings: Settings, parsers: ParserFingerprints, chunker: str) -> str:
-    """What decided that a document failed for good (unsupported, corrupt, encrypted,
-    empty, too large, quarantined): every format's parser, the chunker, and the limits
-    that refuse or stop a document. A release that adds a format or fixes a parser, or a
-    raised limit, tries each such failure once more; an unchanged judge leaves it alone
-    until its bytes change."""
-    import hashlib
-
-    limits = {
-        "parse": settings.parse.model_dump(mode="json", exclude=_NOT_JUDGING),
-        "chunk": {"timeout_s": settings.chunk.timeout_s},
-        "source": {
-            k: v
-            for k, v in settings.source.model_dump(mode="json").items()
-            if k in ("max_file_size_mb", "expand_archives") or k.startswith("archive_")
-        },
-        # Archive members in methods zipfile cannot read fail `unsupported` without 7-Zip
-        # or unzip: installing one tries them again.
-        "archive_decoder": archive_decoder(),
-    }
-    blob = json.dumps(
-        {"parsers": sorted(parsers.by_format.items()), "chunker": chunker, "limits": limits},
-        sort_keys=True,
-    )
-    return "fail:" + hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def choose_model(settings: Settings, store: Store) -> ModelSpec:
@@ -136,11 +68,6 @@ def preflight(source: str, settings: Settings) -> ModelSpec:
             "OpenAI-compatible API root such as http://127.0.0.1:8080/v1"
         )
     return choose_model(settings, Store.from_settings(settings.storage))
-
-
-def chunk_max_tokens(settings: Settings, spec: ModelSpec) -> int:
-    configured = settings.chunk.max_tokens or spec.max_length
-    return min(configured, spec.max_length)
 
 
 # Stored columns that are exactly the fields of Chunk / Parent.
@@ -568,7 +495,7 @@ class RunReport:
     activated: bool = False
     gate: str = ""  # the quality gate's comparison, when one ran
     model: str = ""
-    executor: str = ""  # what processed the documents: "in-process", "prefect", "prefect+dask"
+    executor: str = ""  # the name of the executor that processed the documents
     elapsed_s: float = 0.0
     stage_s: dict[str, float] = field(default_factory=dict)
     failures: list[dict[str, str]] = field(default_factory=list)

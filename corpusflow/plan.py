@@ -37,14 +37,15 @@ from corpusflow.errors import (
     DocumentError,
     is_storage_full,
 )
-from corpusflow.holds import Accept, Hold, pipeline_fingerprint
+from corpusflow.fingerprints import pipeline_fingerprint
+from corpusflow.holds import Accept, Hold
 from corpusflow.settings import Settings
 from sources import Source, SourceFile
 from storage import Store
 from storage.records import DocStatus, LedgerRow, PlanReason
 
 if TYPE_CHECKING:
-    from corpusflow.pipeline import Fingerprints
+    from corpusflow.fingerprints import Fingerprints
 
 # What the decision reads from the ledger (not titles, messages or metadata).
 PLAN_COLUMNS = (

@@ -357,11 +357,13 @@ class RunSettings(_Section):
         1,
         ge=0,
         description=(
-            "Prefect retries of a document's task for transient failures (crashed parser, "
-            "file changing while read); terminal failures are never retried."
+            "Retries of a document's parse+chunk and of a batch's embed+commit on transient "
+            "failures (crashed parser, file changing while read, I/O errors), whichever "
+            "executor runs them (one policy: corpusflow.retry); terminal failures are never "
+            "retried."
         ),
     )
-    retry_delay_s: float = Field(5.0, ge=0.0, description="Base delay between task retries.")
+    retry_delay_s: float = Field(5.0, ge=0.0, description="Delay before retry n: n x this.")
     quarantine_after: int = Field(
         3, ge=1, description="A document failing this many runs in a row is quarantined."
     )

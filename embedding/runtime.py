@@ -8,13 +8,6 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tenacity import (
-    retry,
-    retry_if_exception,
-    stop_after_attempt,
-    wait_exponential,
-)
-
 from corpusflow.errors import is_oom, is_transient
 from embedding.base import EmbeddingError, Embeddings, ModelLoadError, ModelSpec
 
@@ -82,17 +75,10 @@ class LazyModel:
 def encode_with_halving(
     texts: Sequence[str], batch_size: int, encode: Callable[[list[str]], Embeddings]
 ) -> Embeddings:
-    """Encode in batches; on out-of-memory, halve the batch and go on; retry transient errors."""
+    """Encode in batches; on out-of-memory, halve the batch and go on. Other errors are
+    not retried here: the batch write is, under the refresh's one retry policy
+    (corpusflow.retry), so attempts do not multiply."""
     import numpy as np
-
-    @retry(
-        retry=retry_if_exception(is_transient),
-        stop=stop_after_attempt(3),
-        wait=wait_exponential(multiplier=0.5, max=8),
-        reraise=True,
-    )
-    def _call(batch: list[str]) -> Embeddings:
-        return encode(batch)
 
     dense_parts: list[Any] = []
     sparse_all: list[dict[int, float]] | None = []
@@ -101,13 +87,15 @@ def encode_with_halving(
     while start < len(texts):
         batch = list(texts[start : start + size])
         try:
-            out = _call(batch)
+            out = encode(batch)
         except Exception as exc:
             if is_oom(exc) and size > 1:
                 size = max(1, size // 2)
                 log.warning("out of memory at batch size %d; retrying with %d", size * 2, size)
                 _free_cuda_cache()
                 continue
+            if is_transient(exc):
+                raise  # as it is: the batch write's retry policy sees it is transient
             raise EmbeddingError(f"encoder failed: {type(exc).__name__}: {exc}") from exc
         dense_parts.append(out.dense)
         if out.sparse is None:

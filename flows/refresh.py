@@ -1,82 +1,61 @@
 """The refresh flow: only new, changed, failed and deleted documents cost anything.
 
 Thin by design: the refresh is ``corpusflow.engine.RefreshEngine``; this module adds
-what Prefect is for. ``PrefectExecutor`` runs each document as a task run named
-after its path (failing with the document's error category, so the UI shows what
-failed and why, retried when the failure is transient) and each embed+commit batch
-as a task run, on the flow's threads or on a Dask cluster; the flow publishes keyed
-artifacts (failed documents, held documents, run summary).
+what Prefect is for. ``PrefectExecutor`` (an executor, see corpusflow.executors) runs
+each document as a task run named after its path (failing with the document's error
+category, so the UI shows what failed and why) and each embed+commit batch as a task
+run, on the flow's threads or on a Dask cluster; the work itself applies the one retry
+policy (corpusflow.retry), so Prefect does not retry task runs. The flow publishes
+keyed artifacts (failed documents, held documents, run summary). ``run_planned`` runs
+an engine the caller already planned in a flow run.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import queue
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from contextlib import ExitStack
+from dataclasses import replace
 from typing import Any
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from corpusflow.engine import (
-    Done,
-    Gate,
-    Job,
-    Outcome,
-    Processed,
-    RefreshEngine,
-    StageKit,
-    process_document,
-    process_with_retries,
-)
-from corpusflow.errors import DocumentError, RetrievalCheckFailed, is_transient
-from corpusflow.pipeline import BatchWritten, Fingerprints, RunReport
+from corpusflow.engine import Gate, Job, RefreshEngine
+from corpusflow.errors import DocumentError, RetrievalCheckFailed
+from corpusflow.executors import ProcessDocument, WriteBatch
+from corpusflow.pipeline import BatchWritten, Processed, RunReport
 from corpusflow.plan import WorkItem
 from corpusflow.settings import Settings
 from embedding import Embedder
-from flows.scaleout import ClusterEmbedder, RemoteKit, dask_task_runner
-from sources import Source
+from flows.scaleout import ClusterEmbedder, dask_task_runner
 
-__all__ = ["Gate", "PrefectExecutor", "refresh_flow", "run_refresh"]
+__all__ = [
+    "Gate",
+    "PrefectExecutor",
+    "planned_refresh_flow",
+    "refresh_flow",
+    "run_planned",
+    "run_refresh",
+]
 
 
-def _retry_transient(task: Any, task_run: Any, state: Any) -> bool:
-    """Prefect retry condition: the one definition of a transient error."""
-    return is_transient(state.result(raise_on_failure=False))
-
-
-@task(
-    task_run_name="parse-{item.file.rel_path}",
-    cache_policy=NO_CACHE,
-    retry_condition_fn=_retry_transient,
-)
-def parse_and_chunk(
-    item: WorkItem,
-    source: Source,
-    settings: Settings,
-    fps: Fingerprints,
-    kit: StageKit | RemoteKit,
-) -> Processed:
-    """Parse (isolated, or from the parse cache) and chunk one document."""
-    return process_document(item, source, settings, fps, kit.resolve())
+@task(task_run_name="{work.name}", cache_policy=NO_CACHE)
+def parse_and_chunk(work: ProcessDocument) -> Processed:
+    """Parse (isolated, or from the parse cache) and chunk one document, under the one
+    retry policy (corpusflow.retry; Prefect does not retry the task run)."""
+    return work()
 
 
 @task(task_run_name="parse-{n}-documents-from-{first}", cache_policy=NO_CACHE)
-def parse_group(
-    items: list[WorkItem],
-    source: Source,
-    settings: Settings,
-    fps: Fingerprints,
-    kit: StageKit | RemoteKit,
-    first: str,
-    n: int,
-) -> list[Outcome]:
-    """Several documents in one task run (``run.documents_per_task``), each retried on its
-    own when transient; a failure is returned, not raised, and gets its own task run."""
-    k = kit.resolve()
-    return [process_with_retries(item, source, settings, fps, k) for item in items]
+def parse_group(works: list[ProcessDocument], first: str, n: int) -> list[Processed | Exception]:
+    """Several documents in one task run (``run.documents_per_task``), each under the
+    retry policy on its own; a failure is returned, not raised, and gets its own task run."""
+    return [work.outcome() for work in works]
 
 
 @task(task_run_name="parse-{item.file.rel_path}", cache_policy=NO_CACHE)
@@ -86,33 +65,28 @@ def failed_document(item: WorkItem, category: str, message: str) -> None:
     raise DocumentError(category, message)
 
 
-@task(
-    task_run_name="embed-write-batch-{label}",
-    cache_policy=NO_CACHE,
-    retry_condition_fn=_retry_transient,
-)
-def embed_and_write(
-    label: str, batch: list[Processed], job: Job, embedder: Embedder | None = None
-) -> BatchWritten:
-    return job.write(batch, embedder)
+@task(task_run_name="{work.name}", cache_policy=NO_CACHE)
+def embed_and_write(work: WriteBatch) -> BatchWritten:
+    """Embed and commit a batch under the one retry policy (corpusflow.retry)."""
+    return work()
 
 
 class PrefectExecutor:
-    """Documents and batches as Prefect task runs; parse tasks on the flow's threads
-    (one shared parser pool) or, with ``run.task_runner = "dask"``, on a Dask cluster
-    (each worker builds its own kit once)."""
+    """Documents and batches as Prefect task runs, inside a flow run: documents on the
+    flow's threads (sharing the engine's parser pool) or, with ``run.task_runner =
+    "dask"``, on a Dask cluster (each worker builds its own kit once, from a recipe);
+    batches in the flow's process, which holds the write lease."""
 
     name = "prefect"
 
+    def __init__(self) -> None:
+        self.parses_here = True
+
     def start(self, job: Job, stack: ExitStack) -> None:
         run = job.settings.run
-        retrying = {"retries": run.task_retries, "retry_delay_seconds": run.retry_delay_s}
         self.job = job
-        self.parse_task = parse_and_chunk.with_options(**retrying)  # type: ignore[arg-type]
-        self.write_task = embed_and_write.with_options(**retrying)  # type: ignore[arg-type]
-        self.group_task = parse_group.with_options(**retrying)  # type: ignore[arg-type]
         self.group_size = run.documents_per_task
-        self.buffer: list[tuple[WorkItem, Done]] = []
+        self.buffer: list[tuple[ProcessDocument, Future[Any]]] = []
         self.running = 0  # group task runs submitted and not finished
         self.lock = threading.Lock()
         self.failed: queue.SimpleQueue[tuple[WorkItem, DocumentError]] = queue.SimpleQueue()
@@ -120,27 +94,31 @@ class PrefectExecutor:
         # Settle the failure task runs before the flow ends (they fail by design).
         stack.callback(lambda: [f.wait() for f in self.failure_runs])
         self.runner: Any = None
-        self.kit: StageKit | RemoteKit
         self.embedder: Embedder | None = None  # None: the job's own, in this process
         if run.task_runner == "dask":
             self.name = "prefect+dask"
+            self.parses_here = False
             self.runner = stack.enter_context(dask_task_runner(run))
-            self.kit = RemoteKit(job.settings.model_dump_json(), job.spec)
             if run.dask_embed_resources:
                 self.embedder = ClusterEmbedder(
                     self.runner.client, job.settings, job.spec, run.dask_embed_resources
                 )
-        else:
-            self.kit = job.local_kit(stack)
 
-    def submit(self, item: WorkItem, done: Done) -> None:
-        if self.group_size > 1:
-            self.buffer.append((item, done))
+    def submit(self, fn: Callable[[], Any], /) -> Future[Any]:
+        result: Future[Any] = Future()
+        if isinstance(fn, WriteBatch):
+            if self.embedder is not None and fn.embedder is None:
+                fn = replace(fn, embedder=self.embedder)
+            self._on_done(embed_and_write.submit(fn), result)
+        elif not isinstance(fn, ProcessDocument):
+            raise TypeError(f"PrefectExecutor runs ProcessDocument and WriteBatch, not {fn!r}")
+        elif self.group_size > 1:
+            self.buffer.append((fn, result))
             if len(self.buffer) >= self.group_size:
                 self._submit_group()
-            return
-        future = self._submit(self.parse_task, {"item": item})
-        self._on_done(future, lambda out: done(item, out))
+        else:
+            self._on_done(self._submit(parse_and_chunk, {"work": fn}), result)
+        return result
 
     def flush(self) -> None:
         """Give each failure of finished groups its task run; submit a partly filled group
@@ -156,38 +134,40 @@ class PrefectExecutor:
         group, self.buffer = self.buffer, []
         with self.lock:
             self.running += 1
-        items = [i for i, _ in group]
-        future = self._submit(
-            self.group_task, {"items": items, "first": items[0].file.rel_path, "n": len(items)}
-        )
+        works = [w for w, _ in group]
+        first = works[0].item.file.rel_path
+        future = self._submit(parse_group, {"works": works, "first": first, "n": len(works)})
+        outcomes: Future[Any] = Future()
 
-        def finished(outcomes: Any) -> None:
+        def finished(f: Future[Any]) -> None:
             with self.lock:
                 self.running -= 1
-            if isinstance(outcomes, BaseException):  # the task itself failed: all of them
-                outcomes = [outcomes] * len(group)
-            for (item, done), out in zip(group, outcomes, strict=True):
+            error = f.exception()
+            outs = [error] * len(group) if error is not None else f.result()
+            for (work, result), out in zip(group, outs, strict=True):
                 if isinstance(out, DocumentError):
-                    self.failed.put((item, out))
-                done(item, out)
+                    self.failed.put((work.item, out))
+                if isinstance(out, BaseException):
+                    result.set_exception(out)
+                else:
+                    result.set_result(out)
 
-        self._on_done(future, finished)
+        outcomes.add_done_callback(finished)
+        self._on_done(future, outcomes)
 
     def _submit(self, task_: Any, args: dict[str, Any]) -> Any:
-        job = self.job
-        args = {**args, "source": job.source, "settings": job.settings, "fps": job.fps}
-        args["kit"] = self.kit
         if self.runner is not None:
             import dask
 
-            resources = job.settings.run.dask_parse_resources
+            resources = self.job.settings.run.dask_parse_resources
             # dask.annotate refuses resources=None: annotate only when resources are asked.
             with dask.annotate(resources=resources) if resources else contextlib.nullcontext():
                 return self.runner.submit(task_, parameters=args)
         return task_.submit(**args)
 
     @staticmethod
-    def _on_done(future: Any, then: Callable[[Any], None]) -> None:
+    def _on_done(future: Any, result: Future[Any]) -> None:
+        """Settle ``result`` with the Prefect future's result or error, once."""
         once = threading.Lock()
 
         def finished(f: Any) -> None:
@@ -197,14 +177,12 @@ class PrefectExecutor:
                 out: Any = f.result(raise_on_failure=False)
             except BaseException as exc:
                 out = exc
-            then(out)
+            if isinstance(out, BaseException):
+                result.set_exception(out)
+            else:
+                result.set_result(out)
 
         future.add_done_callback(finished)
-
-    def write(self, label: str, batch: list[Processed]) -> BatchWritten | BaseException:
-        future = self.write_task.submit(label, batch, self.job, self.embedder)
-        result: BatchWritten | BaseException = future.result(raise_on_failure=False)
-        return result
 
 
 def _check_markdown(report: RunReport) -> str:
@@ -313,25 +291,6 @@ def _publish(report: RunReport, settings: Settings) -> None:
         )
 
 
-# Runs planned outside a flow (the CLI plans first, so a refresh with nothing to do
-# starts no orchestrator) and handed to the flow that processes them, by token.
-_PREPARED: dict[str, RefreshEngine] = {}
-
-
-def hand_over(engine: RefreshEngine) -> str:
-    """Register a prepared engine for ``refresh_flow(prepared=token)`` in this process."""
-    token = engine.report.run_id
-    _PREPARED[token] = engine
-    return token
-
-
-def release(token: str) -> None:
-    """Close a prepared run no flow took (the flow failed to start): frees its lease."""
-    engine = _PREPARED.pop(token, None)
-    if engine is not None:
-        engine.stack.close()
-
-
 def run_refresh(
     source: str,
     settings: Settings,
@@ -341,25 +300,65 @@ def run_refresh(
     activate: bool = False,
     kind: str = "refresh",
     gate: Gate | None = None,
-    prepared: str = "",
 ) -> RunReport:
     """The refresh with Prefect task runs, under the collection's write lease. Called
     inside a flow. A full disk anywhere stops the run with StorageFullError; every
     commit made before it is whole, and the next run picks up from there."""
-    engine = _PREPARED.pop(prepared, None) if prepared else None
-    if engine is None:
-        engine = RefreshEngine(source, settings, force_delete, only_failed, activate, kind, gate)
-    logger = get_run_logger()
-    engine.log = logger.info
+    engine = RefreshEngine(source, settings, force_delete, only_failed, activate, kind, gate)
+    return _run_engine(engine, PrefectExecutor(), publish)
+
+
+def _run_engine(engine: RefreshEngine, executor: Any, publish: bool) -> RunReport:
+    """``engine.run(executor)`` logging to the flow run, with the UI's artifacts."""
+    engine.log = get_run_logger().info
     try:
-        report = engine.run(PrefectExecutor())
+        report = engine.run(executor)
     except RetrievalCheckFailed:
         if publish:  # the undone run's figures, for the UI
-            _publish(engine.report, settings)
+            _publish(engine.report, engine.settings)
         raise
     if publish:
-        _publish(report, settings)
+        _publish(report, engine.settings)
     return report
+
+
+# The planned run the calling context hands to ``planned_refresh_flow``: set only for the
+# duration of ``run_planned``'s call, in its own context (not a registry of engines). The
+# flow is a module-level function, so a Dask cluster can import it by name; a closure over
+# the engine cannot be sent to workers.
+_PLANNED: contextvars.ContextVar[tuple[RefreshEngine, Any, bool]] = contextvars.ContextVar(
+    "corpusflow_planned_refresh"
+)
+
+
+def _planned() -> tuple[RefreshEngine, Any, bool]:
+    """The planned run of this call. (A function, so that the flow's code refers to the
+    context variable by module, and Prefect can pickle the flow for Dask workers.)"""
+    try:
+        return _PLANNED.get()
+    except LookupError:
+        raise RuntimeError("planned_refresh_flow runs only through run_planned") from None
+
+
+@flow(name="corpusflow-refresh", log_prints=False)
+def planned_refresh_flow(source: str, run_id: str) -> dict[str, Any]:
+    """The flow run of a refresh planned by the caller (see ``run_planned``)."""
+    engine, executor, publish = _planned()
+    if engine.report.run_id != run_id:
+        raise RuntimeError(f"planned run {engine.report.run_id} is not {run_id}")
+    return _run_engine(engine, executor, publish).to_dict()
+
+
+def run_planned(engine: RefreshEngine, executor: Any, publish: bool = True) -> dict[str, Any]:
+    """Run an engine already planned in this process (the CLI plans first, so a refresh
+    with nothing to do starts no orchestrator) in a flow run named like ``refresh_flow``'s,
+    with ``executor``; the flow run's parameters record the source and the run's id."""
+    token = _PLANNED.set((engine, executor, publish))
+    try:
+        result: dict[str, Any] = planned_refresh_flow(engine.source_uri, engine.report.run_id)
+    finally:
+        _PLANNED.reset(token)
+    return result
 
 
 @flow(name="corpusflow-refresh", log_prints=False)
@@ -368,11 +367,9 @@ def refresh_flow(
     settings_json: str = "{}",
     force_delete: bool = False,
     only_failed: bool = False,
-    prepared: str = "",
 ) -> dict[str, Any]:
-    """Incremental refresh of one collection from ``source`` (``prepared``: a run the
-    calling process already planned, see ``hand_over``)."""
+    """Incremental refresh of one collection from ``source``."""
     settings = Settings.model_validate_json(settings_json)
     kind = "retry-failed" if only_failed else "refresh"
-    report = run_refresh(source, settings, force_delete, only_failed, kind=kind, prepared=prepared)
+    report = run_refresh(source, settings, force_delete, only_failed, kind=kind)
     return report.to_dict()

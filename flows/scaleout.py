@@ -6,7 +6,7 @@ thread pool and share one ParserPool (``parse.workers`` child processes). With
 LocalCluster of ``run.dask_workers`` processes, or to an existing cluster at
 ``run.dask_address`` (other machines). Each Dask worker process builds its own
 kit (parser pool, store handle, tokenizer, context provider) once, from a
-picklable recipe, and keeps it for the life of the worker. Parse tasks ask for
+picklable recipe (corpusflow.kit.KitRecipe), and keeps it for the life of the worker. Parse tasks ask for
 ``run.dask_parse_resources`` (e.g. ``{"cpu": 1}``); with ``run.dask_embed_resources``
 (e.g. ``{"gpu": 1}``) every embedding batch is encoded on a worker offering those
 resources, which loads the model once and keeps it. The embedding checkpoint and
@@ -19,45 +19,12 @@ import contextlib
 import os
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from corpusflow.engine import StageKit
 from corpusflow.settings import EmbedSettings, RunSettings, Settings
 from embedding import Embeddings, ModelSpec, OneThreadEmbedder, load_embedder
-from parsers import ParserPool
-from storage import Store
 
-_WORKER_KITS: dict[str, StageKit] = {}
 _WORKER_LOCK = threading.Lock()
-
-
-@dataclass(frozen=True, slots=True)
-class RemoteKit:
-    """A picklable recipe for a StageKit, built once in each worker process."""
-
-    settings_json: str
-    spec: ModelSpec
-
-    def resolve(self) -> StageKit:
-        from corpusflow.pipeline import make_contextualizer
-
-        key = f"{self.settings_json}|{self.spec.fingerprint}"
-        with _WORKER_LOCK:
-            kit = _WORKER_KITS.get(key)
-            if kit is None:
-                settings = Settings.model_validate_json(self.settings_json)
-                store = Store.from_settings(settings.storage)
-                # The pool's children exit when this worker process does (their pipe closes).
-                pool = ParserPool(settings.parse)
-                kit = StageKit(
-                    store=store,
-                    pool=pool,
-                    tokenizer=load_embedder(settings.embed, self.spec).tokenizer(),
-                    contextualizer=make_contextualizer(settings, store),
-                )
-                _WORKER_KITS[key] = kit
-            return kit
 
 
 _WORKER_EMBEDDERS: dict[str, Any] = {}

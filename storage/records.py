@@ -102,7 +102,7 @@ class LedgerRow(_Record):
     page_count: int | None = None
     parser: str | None = None
     # Indexed: the parse's fingerprint (its format's). A terminal failure: what judged it
-    # (pipeline.failure_judge), so that a new judge tries it again.
+    # (corpusflow.fingerprints.failure_judge), so that a new judge tries it again.
     parser_fingerprint: str | None = None
     chunker_fingerprint: str | None = None
     model_fingerprint: str | None = None

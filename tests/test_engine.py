@@ -15,7 +15,7 @@ from typing import Any
 import psutil
 import pytest
 
-from corpusflow.engine import InProcessExecutor, Processed, RefreshEngine
+from corpusflow.engine import InProcessExecutor, RefreshEngine
 from corpusflow.settings import Settings, load_settings
 from flows.refresh import refresh_flow
 from storage import Store
@@ -40,16 +40,15 @@ class CountingExecutor(InProcessExecutor):
         self.lock = threading.Lock()
         self.submitted = self.committed = self.peak = 0
 
-    def submit(self, item: Any, done: Any) -> None:
+    def submit(self, fn: Any, /) -> Any:
+        if fn.kind == "document":
+            with self.lock:
+                self.submitted += 1
+                self.peak = max(self.peak, self.submitted - self.committed)
+            return super().submit(fn)
+        result = super().submit(fn)  # a batch: written in this thread
         with self.lock:
-            self.submitted += 1
-            self.peak = max(self.peak, self.submitted - self.committed)
-        super().submit(item, done)
-
-    def write(self, label: str, batch: list[Processed]) -> Any:
-        result = super().write(label, batch)
-        with self.lock:
-            self.committed += len(batch)
+            self.committed += len(fn.batch)
         return result
 
 

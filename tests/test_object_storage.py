@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from corpusflow.errors import ConfigurationError, CorpusflowError
-from corpusflow.pipeline import Fingerprints
+from corpusflow.fingerprints import Fingerprints
 from corpusflow.plan import plan_changes
 from corpusflow.settings import Settings, SourceSettings, load_settings
 from parsers import ParserFingerprints

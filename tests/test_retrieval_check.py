@@ -212,8 +212,10 @@ class ReadingExecutor(InProcessExecutor):
         self.settings, self.interrupt = settings, interrupt
         self.seen: list[tuple[int, str]] = []
 
-    def write(self, label: str, batch: list[Any]) -> Any:
-        result = super().write(label, batch)
+    def submit(self, fn: Any, /) -> Any:
+        result = super().submit(fn)
+        if fn.kind != "batch":
+            return result
         self.seen.append(_read(self.settings))
         if self.interrupt:
             raise KeyboardInterrupt

@@ -93,9 +93,10 @@ def test_parse_and_embed_on_separate_dask_workers(corpus: Path, tmp_path: Path) 
         by_dask = refresh_flow(str(corpus), settings.model_dump_json())
 
         def loaded() -> tuple[int, int]:
+            from corpusflow import kit
             from flows import scaleout
 
-            return len(scaleout._WORKER_KITS), len(scaleout._WORKER_EMBEDDERS)
+            return len(kit._KITS), len(scaleout._WORKER_EMBEDDERS)
 
         per_worker = client.run(loaded)
         by_resource = {

@@ -52,7 +52,8 @@ class Indexer:
 
     def _setup(self) -> tuple[Any, ...]:
         if self._state is None:
-            from corpusflow.pipeline import Fingerprints, make_contextualizer
+            from corpusflow.fingerprints import Fingerprints
+            from corpusflow.pipeline import make_contextualizer
             from corpusflow.runtime import configure_environment
             from corpusflow.settings import load_settings
             from embedding import load_embedder, resolve_model

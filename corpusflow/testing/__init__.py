@@ -1,0 +1,1 @@
+"""Test suites shipped with the package, for its own tests and for new backends."""
