@@ -79,10 +79,10 @@ def main() -> None:
 
     from multilingual_eval import _groups
 
+    from common.settings import EmbedSettings
     from corpusflow.api import Filters, Searcher
     from corpusflow.evaluate import load_questions, rank_of, summarize
     from corpusflow.runtime import configure_environment
-    from corpusflow.settings import EmbedSettings
     from embedding import load_embedder, resolve_model
     from storage import Store
 

@@ -36,7 +36,7 @@ def main() -> None:
     from corpusflow.runtime import configure_environment
 
     configure_environment()
-    from corpusflow.settings import EmbedSettings
+    from common.settings import EmbedSettings
     from embedding import resolve_model
     from embedding.query_encoder import load_document_embedder
     from storage import Store

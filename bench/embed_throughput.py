@@ -383,7 +383,7 @@ def main() -> None:
 
     import torch
 
-    from corpusflow.settings import EmbedSettings
+    from common.settings import EmbedSettings
     from embedding.runtime import pick_device
 
     device = pick_device(args.device)

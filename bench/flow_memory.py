@@ -165,7 +165,7 @@ def main() -> None:
     shutil.rmtree(db, ignore_errors=True)
     shutil.rmtree(work / "prefect", ignore_errors=True)
 
-    from corpusflow.settings import load_settings
+    from common.settings import load_settings
     from flows.refresh import refresh_flow
     from storage.tables import Tables
 

@@ -30,7 +30,7 @@ def child(root: Path, without_one_thread: bool) -> None:
 
     configure_environment()
     os.environ["PREFECT_HOME"] = str(root / "phome")
-    from corpusflow.settings import load_settings
+    from common.settings import load_settings
     from flows.refresh import refresh_flow
 
     if without_one_thread:

@@ -78,7 +78,7 @@ def _dir_size(path: Path) -> int:
 
 
 def _ingest(db: Path, corpus: Path) -> Any:
-    from corpusflow.settings import load_settings
+    from common.settings import load_settings
     from flows.refresh import refresh_flow
 
     settings = load_settings(

@@ -32,10 +32,10 @@ def main() -> None:
 
     from multilingual_eval import _groups
 
+    from common.settings import EmbedSettings, SearchSettings
     from corpusflow.api import Filters, Searcher
     from corpusflow.evaluate import load_questions, rank_of, summarize
     from corpusflow.runtime import configure_environment
-    from corpusflow.settings import EmbedSettings, SearchSettings
     from embedding import resolve_model
     from embedding.query_encoder import load_query_embedder
     from storage import Store

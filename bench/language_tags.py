@@ -46,7 +46,7 @@ def main() -> None:
     args = ap.parse_args()
     from chunking.language import MIN_LETTERS, _is_table
     from chunking.structure import chunk_document
-    from corpusflow.settings import ChunkSettings, EmbedSettings
+    from common.settings import ChunkSettings, EmbedSettings
     from embedding import load_embedder
     from parsers import parse_file
 

@@ -93,8 +93,8 @@ STEPS = {
 
 
 def _setup(work: Path, hash_shortcut: bool = True) -> tuple[Any, Any, Any, Any]:
+    from common.settings import load_settings
     from corpusflow.fingerprints import Fingerprints
-    from corpusflow.settings import load_settings
     from parsers import ParserFingerprints
     from sources import LocalSource
     from storage import Store

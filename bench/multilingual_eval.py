@@ -133,8 +133,8 @@ Leg = list[dict[str, Any]]
 def _legs(
     db: Path, collection: str, models: Sequence[str], questions: Sequence[Any]
 ) -> dict[str, list[Leg]]:
+    from common.settings import load_settings
     from corpusflow.api import Filters, Searcher
-    from corpusflow.settings import load_settings
     from embedding import resolve_model
     from embedding.query_encoder import load_query_embedder
     from storage import Store

@@ -43,7 +43,7 @@ def plain_pipeline(corpus: Path, settings: Any) -> int:
 
 def pool_throughput(files: list[Path], workers: int) -> float:
     """Seconds for a warm ParserPool of ``workers`` children to parse ``files``."""
-    from corpusflow.settings import ParseSettings
+    from common.settings import ParseSettings
     from parsers import ParserPool
 
     with ParserPool(ParseSettings(workers=workers)) as pool:
@@ -71,7 +71,7 @@ def main() -> None:
     configure_environment()
     from gen_corpus import document
 
-    from corpusflow.settings import load_settings
+    from common.settings import load_settings
     from flows.refresh import refresh_flow
     from tests.helpers.pdfgen import long_report
 

@@ -27,7 +27,7 @@ def main() -> None:
         help="folder to parse (repeatable); default ../shared/corpus/docling and samples/",
     )
     args = ap.parse_args()
-    from corpusflow.errors import DocumentError
+    from common.errors import DocumentError
     from parsers import parse_file
 
     roots = [Path(c) for c in args.corpus] or [

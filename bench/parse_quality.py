@@ -31,8 +31,8 @@ def main() -> None:
     sys.path.insert(0, str(corpus.parents[1] / "tools"))
     from parse_metrics import heading_recall, table_cell_recall, text_f1
 
-    from corpusflow.errors import DocumentError
-    from corpusflow.settings import ParseSettings
+    from common.errors import DocumentError
+    from common.settings import ParseSettings
     from parsers import ParserPool
 
     rows = []

@@ -40,8 +40,8 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=5, help="timed repetitions of each mode")
     args = ap.parse_args()
 
-    from corpusflow.errors import DocumentError
-    from corpusflow.settings import ParseSettings
+    from common.errors import DocumentError
+    from common.settings import ParseSettings
     from parsers import ParserPool, parse_file
     from parsers.pdf.textlayer import native_converter
 

@@ -67,7 +67,7 @@ def main() -> None:
     sys.path.insert(0, str(SHARED / "tools"))
     from parse_metrics import heading_recall, headings, table_cell_recall, text_f1, words
 
-    from corpusflow.settings import ParseSettings
+    from common.settings import ParseSettings
     from parsers.pdf.offline import parse_offline
     from parsers.registry import stored_markdown
 

@@ -99,7 +99,7 @@ def run_plain(root: Path, files: list[Path], workdir: Path, max_tokens: int | No
     from docling_core.transforms.chunker.tokenizer.huggingface import HuggingFaceTokenizer
     from transformers import AutoTokenizer
 
-    from corpusflow.settings import EmbedSettings
+    from common.settings import EmbedSettings
     from embedding.presets import resolve_model
 
     stages["import_other"] = time.perf_counter() - t

@@ -35,7 +35,7 @@ def tuned_copy(target: Path) -> Path:
     import torch
     from sentence_transformers import SentenceTransformer
 
-    from corpusflow.settings import EmbedSettings
+    from common.settings import EmbedSettings
     from embedding import resolve_model
 
     model = SentenceTransformer(resolve_model(EmbedSettings()).path, device="cpu")
@@ -59,7 +59,7 @@ def main() -> None:
     configure_environment()
     from gen_corpus import document, generate
 
-    from corpusflow.settings import load_settings
+    from common.settings import load_settings
     from flows.refresh import refresh_flow
     from flows.reindex import reindex_flow
 

@@ -173,10 +173,10 @@ class SyntheticSource:
 
 def _plan_child(db: str, rows: int) -> None:
     """In a fresh process: plan the synthetic listing against the synthetic ledger."""
+    from common.settings import load_settings
     from corpusflow.fingerprints import Fingerprints
     from corpusflow.pipeline import choose_model
     from corpusflow.plan import plan_changes
-    from corpusflow.settings import load_settings
     from storage import Store
 
     settings = load_settings(None, {"storage": {"db": db}})
@@ -206,9 +206,9 @@ def _plan_child(db: str, rows: int) -> None:
 def plan(args: argparse.Namespace) -> dict[str, Any]:
     import pyarrow as pa
 
+    from common.settings import load_settings
     from corpusflow.fingerprints import Fingerprints
     from corpusflow.pipeline import choose_model
-    from corpusflow.settings import load_settings
     from sources import SourceFile
     from storage import Store
     from storage.schema import LEDGER_SCHEMA

@@ -167,9 +167,9 @@ def main() -> None:
     from corpusflow.runtime import configure_environment
 
     configure_environment()
+    from common.settings import load_settings
     from corpusflow.api import Searcher
     from corpusflow.evaluate import Question, evaluate, load_questions
-    from corpusflow.settings import load_settings
     from flows.refresh import refresh_flow
 
     work = Path(tempfile.mkdtemp(prefix="cf-strategies-"))
@@ -247,7 +247,7 @@ def main() -> None:
 
     hybrid = [row for row in rows if row[1] == "hybrid"]
     best = max(hybrid, key=held)
-    from corpusflow.settings import ChunkSettings
+    from common.settings import ChunkSettings
 
     default = ChunkSettings()
     default_label = next(

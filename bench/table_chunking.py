@@ -24,7 +24,7 @@ def main() -> None:
 
     from chunking import chunk_document
     from chunking.structure import warm_up
-    from corpusflow.settings import ChunkSettings, EmbedSettings
+    from common.settings import ChunkSettings, EmbedSettings
     from embedding import load_embedder
     from parsers import parse_file
 

@@ -62,8 +62,8 @@ def reference(path: Path, refs: Path) -> str | None:
 
 
 def measure(folder: Path, refs: Path, exts: set[str]) -> list[dict[str, object]]:
-    from corpusflow.errors import DocumentError
-    from corpusflow.settings import ParseSettings
+    from common.errors import DocumentError
+    from common.settings import ParseSettings
     from parsers import ParserPool
 
     rows: list[dict[str, object]] = []

@@ -4,7 +4,7 @@
 imports transformers (and with it torch and scikit-learn: ~10 s of CPU) if it can. We
 never use that wrapper: the chunker gets ``ChunkerTokenizer`` over the model's own
 tokenizer (embedding.tokenizer), so the chunker package is imported through
-``corpusflow.runtime.import_without``.
+``common.imports.import_without``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from corpusflow.runtime import import_without
+from common.imports import import_without
 from embedding.tokenizer import Tokenizer
 
 

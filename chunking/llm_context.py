@@ -27,14 +27,14 @@ from typing import Any, Protocol
 import httpx
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
-from corpusflow.errors import (
+from common.errors import (
     Category,
     ConfigurationError,
     DocumentError,
     TransientError,
     is_transient,
 )
-from corpusflow.settings import LLMSettings
+from common.settings import LLMSettings
 from parsers.models import ParsedDocument
 
 # Bump with any change to the request layout below (it is part of every cache key and of

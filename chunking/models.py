@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from corpusflow.settings import ChunkSettings
+from common.settings import ChunkSettings
 
 if TYPE_CHECKING:
     from parsers.models import ParsedDocument

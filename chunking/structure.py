@@ -14,8 +14,8 @@ from chunking.docling_chunker import (
 )
 from chunking.language import detect_languages
 from chunking.models import Chunk, ChunkSet, Contextualizer, Parent, stable_id
-from corpusflow.errors import ConfigurationError
-from corpusflow.settings import ChunkSettings
+from common.errors import ConfigurationError
+from common.settings import ChunkSettings
 from embedding.tokenizer import Tokenizer
 from parsers.models import ParsedDocument
 

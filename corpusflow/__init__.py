@@ -5,7 +5,7 @@ The stage packages (``parsers``, ``chunking``, ``embedding``, ``storage``,
 holds the shared settings, errors, the pipeline glue and the CLI.
 """
 
-from corpusflow.settings import Settings, load_settings
+from common.settings import Settings, load_settings
 
 __version__ = "0.1.0"
 

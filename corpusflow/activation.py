@@ -15,17 +15,17 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from corpusflow.errors import ConfigurationError
+from common.errors import ConfigurationError
+from common.settings import Settings
 from corpusflow.evaluate import RetrievalCheck
 from corpusflow.pipeline import RunReport, StageTimer, ValidationFailedError
 from corpusflow.plan import Plan
-from corpusflow.settings import Settings
 from embedding import Embedder, load_embedder
 from storage import Store
 from storage.records import Pointer
 
 if TYPE_CHECKING:
-    from corpusflow.engine import Job
+    from corpusflow.job import Job
 
 # (store, active pointer row, candidate chunk table, candidate's embedder) -> (switch?, summary)
 Gate = Callable[[Store, Pointer, str, Embedder], tuple[bool, str]]

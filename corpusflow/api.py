@@ -40,8 +40,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from chunking.language import has_cjk
-from corpusflow.errors import ConfigurationError
-from corpusflow.settings import SearchSettings, Settings
+from common.errors import ConfigurationError
+from common.settings import SearchSettings, Settings
 from embedding import Embedder, ModelSpec
 from embedding.presets import fusion_defaults
 from embedding.query_encoder import load_query_embedder
@@ -536,11 +536,11 @@ def forget(paths: Sequence[str], settings: Settings, source: str | None = None) 
     from storage.erasure import forget as do_forget
 
     store = Store.from_settings(settings.storage)
-    return do_forget(store, paths, settings, source).to_dict()
+    return do_forget(store, paths, settings.storage, source).to_dict()
 
 
 def unforget(paths: Sequence[str], settings: Settings) -> list[str]:
     """Lift the tombstones of forgotten documents: the next refresh adds them again."""
     from storage.erasure import undo
 
-    return undo(Store.from_settings(settings.storage), paths, settings)
+    return undo(Store.from_settings(settings.storage), paths, settings.storage)

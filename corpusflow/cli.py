@@ -58,7 +58,7 @@ def _settings(
     model: str | None = None,
     collection: str | None = None,
 ) -> Any:
-    from corpusflow.settings import load_settings
+    from common.settings import load_settings
 
     overrides: dict[str, Any] = {}
     if db:
@@ -78,7 +78,7 @@ def exit_code(exc: BaseException) -> int:
     2 = the command cannot run as given (configuration, arguments, a missing file or
     source); 1 = it ran and failed (another run holds the lease, validation, a full
     disk, a store error)."""
-    from corpusflow.errors import ConfigurationError
+    from common.errors import ConfigurationError
 
     if isinstance(exc, ConfigurationError | LookupError | ValueError | FileNotFoundError):
         return 2
@@ -88,7 +88,7 @@ def exit_code(exc: BaseException) -> int:
 def error_message(exc: BaseException) -> str:
     """An error as the one line after ``error: ``: a corpusflow error or an expected
     kind (arguments, lookups, files) by its message; anything else with its type too."""
-    from corpusflow.errors import CorpusflowError
+    from common.errors import CorpusflowError
 
     expected = CorpusflowError | LookupError | ValueError | OSError
     text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
@@ -110,6 +110,22 @@ def _run_flow(source: str, settings: Any, start: Any) -> dict[str, Any]:
     return report
 
 
+def _choose_executor(settings: Any, documents: int) -> Any:
+    """The executor for a run with ``documents`` to process: in-process when there is
+    nothing to parse, or a few documents and no Prefect server (``runs_under_prefect``);
+    otherwise Prefect task runs (threads, or a Dask cluster with
+    ``run.task_runner = "dask"``), which must run inside a flow
+    (``flows.refresh.run_planned``). Prefect is imported only then."""
+    from corpusflow.executors import InProcessExecutor
+    from corpusflow.runtime import runs_under_prefect
+
+    if not documents or not runs_under_prefect(settings.run, documents):
+        return InProcessExecutor()
+    from flows.refresh import PrefectExecutor
+
+    return PrefectExecutor()
+
+
 def _refresh(
     source: str,
     settings: Any,
@@ -118,7 +134,7 @@ def _refresh(
     accept: Any = None,
 ) -> dict[str, Any]:
     """Plan in this process, then ask for the executor the plan needs
-    (``corpusflow.executors.choose``): a refresh with nothing to parse, or a few documents
+    (``_choose_executor``): a refresh with nothing to parse, or a few documents
     and no Prefect server, runs here; otherwise in a Prefect flow run (with the ephemeral
     API when no server is configured) that takes the planned engine and its lease."""
     from corpusflow import executors
@@ -132,7 +148,7 @@ def _refresh(
     engine.prepare()
     api = None
     try:
-        executor = executors.choose(settings, engine.documents_to_process)
+        executor = _choose_executor(settings, engine.documents_to_process)
         if here:
             engine.start_parsers()  # they import their libraries (~6 s) while the rest starts
         if isinstance(executor, executors.InProcessExecutor):

@@ -7,11 +7,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from corpusflow.settings import Settings
+from common.settings import Settings
 
 HEADER = """# Configuration reference
 
-Generated from `corpusflow/settings.py` by `python -m corpusflow.config_doc > docs/configuration.md`
+Generated from `common/settings.py` by `python -m corpusflow.config_doc > docs/configuration.md`
 (a test fails when this file is out of date).
 
 Precedence, highest first: command-line flags (`--db`, `--model`, `--collection`), environment

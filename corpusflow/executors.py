@@ -23,17 +23,17 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from common.settings import Settings
 from corpusflow import retry
 from corpusflow.fingerprints import Fingerprints
 from corpusflow.kit import KitRecipe, StageKit, process_document
 from corpusflow.pipeline import BatchWritten, Processed
 from corpusflow.plan import WorkItem
-from corpusflow.settings import Settings
 from embedding import Embedder
 from sources import Source
 
 if TYPE_CHECKING:
-    from corpusflow.engine import Job
+    from corpusflow.job import Job
 
 
 @dataclass(slots=True)
@@ -126,18 +126,3 @@ class InProcessExecutor:
 def parses_here(settings: Settings) -> bool:
     """Whether a run with these settings parses in this process (not on a cluster)."""
     return settings.run.task_runner != "dask"
-
-
-def choose(settings: Settings, documents: int) -> Any:
-    """The executor for a run with ``documents`` to process: in-process when there is
-    nothing to parse, or a few documents and no Prefect server (``runs_under_prefect``);
-    otherwise Prefect task runs (threads, or a Dask cluster with
-    ``run.task_runner = "dask"``), which must run inside a flow
-    (``flows.refresh.run_planned``)."""
-    from corpusflow.runtime import runs_under_prefect
-
-    if not documents or not runs_under_prefect(settings.run, documents):
-        return InProcessExecutor()
-    from flows.refresh import PrefectExecutor
-
-    return PrefectExecutor()

@@ -12,12 +12,17 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from chunking import chunker_fingerprint
-from corpusflow.settings import Settings
+from common.settings import Settings
 from embedding import ModelSpec
 from parsers import ParserFingerprints, parser_fingerprints
 from sources.archive import decoder as archive_decoder
+
+if TYPE_CHECKING:
+    from corpusflow.evaluate import RetrievalCheck
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,3 +108,16 @@ def pipeline_fingerprint(fps: Fingerprints) -> str:
 
 def _digest(value: object) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def check_fingerprint(check: RetrievalCheck | None) -> str:
+    """The question set's content hash and the check's settings ("" without a check)."""
+    if check is None:
+        return ""
+    try:
+        content = hashlib.sha256(Path(check.source).read_bytes()).hexdigest()
+    except OSError:  # loaded from elsewhere: its questions stand for the file
+        content = _digest([(q.question, q.path, q.contains) for q in check.questions])
+    return "check:" + _digest(
+        {"questions": content, "margin": check.margin, "mode": check.mode, "k": check.k}
+    )

@@ -11,7 +11,7 @@ the chunk table keeps their chunks (nothing is lost; a new document held has non
 
 The planner (corpusflow.plan) skips a held document, touching nothing, while the hold
 stands: the same bytes (a deleted file: still gone), the same question set and check
-settings (``check_fingerprint``) and the same pipeline (``pipeline_fingerprint``:
+settings (``fingerprints.check_fingerprint``) and the same pipeline (``pipeline_fingerprint``:
 parsers, chunker, model). When any of them changes, the document is processed (and
 checked) again like any change. ``corpusflow accept-held`` indexes held documents anyway
 (``Accept``), with the retrieval check skipped for that run.
@@ -19,18 +19,15 @@ checked) again like any change. ``corpusflow accept-held`` indexes held document
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from storage.records import DocStatus, LedgerRow
 
 if TYPE_CHECKING:
-    from corpusflow.evaluate import RetrievalCheck
     from sources import SourceFile
     from storage import Store
 
@@ -111,23 +108,6 @@ class Accept:
 
     def covers(self, path: str) -> bool:
         return not self.paths or path in self.paths
-
-
-def _digest(data: Any) -> str:
-    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
-
-
-def check_fingerprint(check: RetrievalCheck | None) -> str:
-    """The question set's content hash and the check's settings ("" without a check)."""
-    if check is None:
-        return ""
-    try:
-        content = hashlib.sha256(Path(check.source).read_bytes()).hexdigest()
-    except OSError:  # loaded from elsewhere: its questions stand for the file
-        content = _digest([(q.question, q.path, q.contains) for q in check.questions])
-    return "check:" + _digest(
-        {"questions": content, "margin": check.margin, "mode": check.mode, "k": check.k}
-    )
 
 
 def worse_questions(changed: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from chunking.models import Contextualizer
+from common.settings import Settings
 from corpusflow.fingerprints import Fingerprints
 from corpusflow.pipeline import Processed, chunk_parsed, make_contextualizer, parse_document
 from corpusflow.plan import WorkItem
-from corpusflow.settings import Settings
 from embedding import ModelSpec
 from sources import Source
 from storage import Store

@@ -15,16 +15,16 @@ from typing import Any
 
 from chunking import ChunkSet
 from chunking.models import Chunk, Contextualizer, Parent
-from corpusflow.deadline import DeadlineExceeded, thread_deadline
-from corpusflow.errors import (
+from common.deadline import DeadlineExceeded, thread_deadline
+from common.errors import (
     Category,
     ConfigurationError,
     CorpusflowError,
     DocumentError,
 )
+from common.settings import Settings
 from corpusflow.fingerprints import Fingerprints
 from corpusflow.plan import WorkItem
-from corpusflow.settings import Settings
 from embedding import EmbedCounts, Embedder, ModelSpec, embed_texts
 from embedding.runtime import load_seconds
 from parsers import ParsedDocument

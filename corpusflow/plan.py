@@ -30,16 +30,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from corpusflow.errors import (
+from common.errors import (
     TERMINAL_CATEGORIES,
     Category,
     ConfigurationError,
     DocumentError,
     is_storage_full,
 )
+from common.settings import Settings
 from corpusflow.fingerprints import pipeline_fingerprint
 from corpusflow.holds import Accept, Hold
-from corpusflow.settings import Settings
 from sources import Source, SourceFile
 from storage import Store
 from storage.records import DocStatus, LedgerRow, PlanReason
@@ -108,7 +108,7 @@ def plan_changes(
 ) -> Plan:
     """Compare the source listing with the ledger of ``fps.table_suffix``.
 
-    ``check`` is the retrieval check's fingerprint (corpusflow.holds.check_fingerprint,
+    ``check`` is the retrieval check's fingerprint (corpusflow.fingerprints.check_fingerprint,
     "" without a check): a held document stays held only under the one that held it.
     ``accept`` plans only held documents (``corpusflow accept-held``), whatever their
     hold."""

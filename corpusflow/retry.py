@@ -1,7 +1,7 @@
 """The one retry policy of a refresh: a document's parse+chunk and a batch's embed+commit.
 
 Both are tried ``run.task_retries + 1`` times at most, only on a transient failure
-(``corpusflow.errors.is_transient``), waiting ``run.retry_delay_s`` x the attempt number
+(``common.errors.is_transient``), waiting ``run.retry_delay_s`` x the attempt number
 between tries. Whichever executor runs the work applies this policy, and nothing under
 it retries the same work again: Prefect's task retries are off (a Prefect task run
 shows one attempt that took longer), and the encoder does not retry its calls (a
@@ -18,8 +18,8 @@ from typing import ParamSpec, TypeVar
 
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_incrementing
 
-from corpusflow.errors import is_transient
-from corpusflow.settings import RunSettings
+from common.errors import is_transient
+from common.settings import RunSettings
 
 P = ParamSpec("P")
 T = TypeVar("T")

@@ -26,9 +26,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from corpusflow.errors import DocumentError
+from common.errors import DocumentError
+from common.settings import Settings
 from corpusflow.holds import Hold
-from corpusflow.settings import Settings
 from sources import SourceFile, doc_id_for, open_source
 from storage import Store
 from storage.records import DocStatus, LedgerRow

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 
-from corpusflow.errors import Category, ConfigurationError, DocumentError
+from common.errors import Category, ConfigurationError, DocumentError
 
 if TYPE_CHECKING:
     from embedding.tokenizer import Tokenizer
@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 
 class EmbeddingError(DocumentError):
     """Embedding failed for the documents in a batch."""
+
+    def __new__(cls, message: str) -> EmbeddingError:
+        return super().__new__(cls, Category.EMBEDDING)  # type: ignore[return-value]
 
     def __init__(self, message: str) -> None:
         super().__init__(Category.EMBEDDING, message)

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from corpusflow.settings import EmbedSettings
+from common.settings import EmbedSettings
 from embedding.base import Embedder, ModelLoadError, ModelSpec
 
 # The model of a new collection when none is configured: multilingual, offline, NumPy

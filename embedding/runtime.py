@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from corpusflow.errors import is_oom, is_transient
+from common.errors import is_oom, is_transient
 from embedding.base import EmbeddingError, Embeddings, ModelLoadError, ModelSpec
 
 log = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """flows: Prefect flows and tasks only; every step calls a stage package or corpusflow.pipeline."""
 
-from corpusflow import lifeline
+from common import lifeline
 
 # Prefect starts its ephemeral API server (when no PREFECT_API_URL is set) with a copy of
 # this process's environment before a flow's body runs, and never stops it if this

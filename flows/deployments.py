@@ -13,7 +13,7 @@ from typing import Any
 
 from prefect.client.schemas.objects import ConcurrencyLimitConfig, ConcurrencyLimitStrategy
 
-from corpusflow.settings import Settings
+from common.settings import Settings
 from flows.maintenance import maintain_flow
 from flows.refresh import refresh_flow
 from flows.reindex import reindex_flow

@@ -6,7 +6,7 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 
-from corpusflow.settings import Settings
+from common.settings import Settings
 from storage import Store, collection_lease
 from storage.maintenance import compact, ensure_indexes, evict_embeddings
 from storage.records import Pointer

@@ -25,12 +25,13 @@ from typing import Any
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from corpusflow.engine import Gate, Job, RefreshEngine
-from corpusflow.errors import DocumentError, RetrievalCheckFailed
+from common.errors import DocumentError, RetrievalCheckFailed
+from common.settings import Settings
+from corpusflow.engine import Gate, RefreshEngine
 from corpusflow.executors import ProcessDocument, WriteBatch
+from corpusflow.job import Job
 from corpusflow.pipeline import BatchWritten, Processed, RunReport
 from corpusflow.plan import WorkItem
-from corpusflow.settings import Settings
 from embedding import Embedder
 from flows.scaleout import ClusterEmbedder, dask_task_runner
 

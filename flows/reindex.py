@@ -6,7 +6,7 @@ from typing import Any
 
 from prefect import flow
 
-from corpusflow.settings import Settings
+from common.settings import Settings
 from flows.refresh import run_refresh
 
 

@@ -21,7 +21,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from corpusflow.settings import EmbedSettings, RunSettings, Settings
+from common.settings import EmbedSettings, RunSettings, Settings
 from embedding import Embeddings, ModelSpec, OneThreadEmbedder, load_embedder
 
 _WORKER_LOCK = threading.Lock()
@@ -101,7 +101,7 @@ def dask_task_runner(run: RunSettings) -> Iterator[Any]:
         import dask
         from prefect_dask import DaskTaskRunner
     except ImportError as exc:  # pragma: no cover - a dependency of the package
-        from corpusflow.errors import ConfigurationError
+        from common.errors import ConfigurationError
 
         raise ConfigurationError(
             "run.task_runner='dask' needs prefect-dask (pip install prefect-dask)"

@@ -23,7 +23,7 @@ import parsers.formats as formats
 from parsers.formats import FormatSpec
 
 if TYPE_CHECKING:
-    from corpusflow.settings import ParseSettings
+    from common.settings import ParseSettings
     from parsers.models import BackendResult
 
 

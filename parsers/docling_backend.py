@@ -24,7 +24,7 @@ from parsers.errors import Category, ParseError
 from parsers.models import BackendResult, ParseWarning
 
 if TYPE_CHECKING:
-    from corpusflow.settings import ParseSettings
+    from common.settings import ParseSettings
     from parsers.formats import FormatSpec
 
 # docling's own Markdown reader, which the text backend hands its Markdown to.
@@ -39,7 +39,7 @@ def get_converter() -> Any:
     keep X values, bubble sizes, category groups and axis titles; Excel: cells as
     formatted). The legacy forms and RTF name the same reader: docling converts them
     to OOXML first."""
-    from corpusflow.runtime import import_without
+    from common.imports import import_without
 
     # docling's VLM options import transformers (~2-5 s of CPU per parser process) only
     # to annotate a field; the models that need it import it when they are built.

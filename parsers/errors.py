@@ -1,6 +1,6 @@
 """Parse errors: a categorised DocumentError raised for one file."""
 
-from corpusflow.errors import Category, DocumentError
+from common.errors import Category, DocumentError
 
 
 class ParseError(DocumentError):

@@ -20,7 +20,7 @@ from parsers.formats import FormatSpec
 from parsers.models import PARSER_VERSION, ParserFingerprints
 
 if TYPE_CHECKING:
-    from corpusflow.settings import ParseSettings
+    from common.settings import ParseSettings
 
 
 def format_fingerprint(spec: FormatSpec, settings: ParseSettings) -> str:

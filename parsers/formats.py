@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
-from corpusflow import zipguard
+from common import zipguard
 
 DOCLING = "parsers.docling_backend:BACKEND"
 UNSTRUCTURED = "parsers.unstructured_backend:BACKEND"

@@ -16,7 +16,7 @@ spawned interpreter. ``warm_up=False`` skips importing the parser libraries befo
 the first job, for a target that never calls the real parser.
 
 Every child dies with the pool's process, even a SIGKILLed one, and so does what the
-child starts (LibreOffice): see ``corpusflow.lifeline``. The memory cap counts the
+child starts (LibreOffice): see ``common.lifeline``. The memory cap counts the
 child's whole process tree.
 
 ``keep_warm(seconds)`` lets a process that runs many refreshes one after another (the
@@ -45,8 +45,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, cast
 
-from corpusflow import lifeline
-from corpusflow.settings import ParseSettings
+from common import lifeline
+from common.settings import ParseSettings
 from parsers.errors import Category, ParseError
 from parsers.models import ParsedDocument
 

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from corpusflow.settings import ParseSettings
+from common.settings import ParseSettings
 from parsers.backend import load_backend
 from parsers.errors import Category, ParseError
 from parsers.formats import FormatSpec, spec_for

@@ -25,8 +25,8 @@ import zipfile
 from pathlib import Path
 from typing import NoReturn
 
-from corpusflow.settings import ParseSettings
-from corpusflow.zipguard import zip_problem
+from common.settings import ParseSettings
+from common.zipguard import zip_problem
 from parsers.errors import Category, ParseError
 from parsers.formats import (
     ARCHIVE_EXTENSIONS,

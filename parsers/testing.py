@@ -32,8 +32,8 @@ from typing import ClassVar
 
 import pytest
 
-from corpusflow.errors import Category
-from corpusflow.settings import ParseSettings
+from common.errors import Category
+from common.settings import ParseSettings
 from parsers.backend import Backend, load_backend
 from parsers.errors import ParseError
 from parsers.fingerprint import format_fingerprint

@@ -27,7 +27,7 @@ from parsers.errors import Category, ParseError
 from parsers.models import BackendResult
 
 if TYPE_CHECKING:
-    from corpusflow.settings import ParseSettings
+    from common.settings import ParseSettings
     from parsers.formats import FormatSpec
 
 _MAX_LEVEL = 6

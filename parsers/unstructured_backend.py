@@ -44,7 +44,7 @@ from parsers.models import BackendResult
 if TYPE_CHECKING:
     from docling_core.types.doc import DoclingDocument
 
-    from corpusflow.settings import ParseSettings
+    from common.settings import ParseSettings
     from parsers.formats import FormatSpec
 
 _SPACY_MODEL = "en_core_web_sm"

@@ -13,7 +13,7 @@ listed as the archive itself with a ``refusal`` that fails it with the reason
 and what to do; a nested archive that cannot be expanded is listed the same way
 as its member; a member that cannot be read fails alone with its category.
 
-Bomb guards (``corpusflow.zipguard``: member count, total inflated size, ratio)
+Bomb guards (``common.zipguard``: member count, total inflated size, ratio)
 are checked before anything is inflated, cumulatively over nesting: nested
 archives spend the same member and size budget as the outer one, a nested
 member's ratio is multiplied by its containers', and ``source.archive_max_depth``
@@ -50,9 +50,9 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO
 
-from corpusflow.errors import Category, DocumentError, is_storage_full
-from corpusflow.settings import SourceSettings
-from corpusflow.zipguard import ARCHIVE_EXTENSIONS, zip_problem
+from common.errors import Category, DocumentError, is_storage_full
+from common.settings import SourceSettings
+from common.zipguard import ARCHIVE_EXTENSIONS, zip_problem
 
 log = logging.getLogger(__name__)
 

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit
 
-from corpusflow.errors import ConfigurationError
-from corpusflow.settings import SourceSettings
+from common.errors import ConfigurationError
+from common.settings import SourceSettings
 from sources.local import LocalSource, SourceFile
 
 

@@ -14,8 +14,8 @@ from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from corpusflow.errors import Category, ConfigurationError, DocumentError
-from corpusflow.settings import SourceSettings
+from common.errors import Category, ConfigurationError, DocumentError
+from common.settings import SourceSettings
 from sources.archive import (
     ArchiveMember,
     extracted,

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from corpusflow.errors import Category, ConfigurationError, CorpusflowError, DocumentError
-from corpusflow.settings import SourceSettings
+from common.errors import Category, ConfigurationError, CorpusflowError, DocumentError
+from common.settings import SourceSettings
 from sources.local import (
     SIDECAR_SUFFIX,
     SourceFile,

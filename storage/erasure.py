@@ -1,6 +1,6 @@
 """Erasure: remove documents from every table that holds their content, with a receipt.
 
-``forget(store, paths, settings)`` takes the collection's write lease, then for the
+``forget(store, paths, storage_settings)`` takes the collection's write lease, then for the
 documents named by their source-relative paths:
 
 1. reads what every version of every chunk, parent and ledger table still holds of
@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from corpusflow.settings import Settings
+from common.settings import StorageSettings
 from storage.lease import collection_lease
 from storage.records import DocStatus, LedgerRow
 from storage.schema import embed_key
@@ -356,19 +356,21 @@ def resolve_paths(
 
 
 def forget(
-    store: Store, paths: Sequence[str], settings: Settings, source: str | None = None
+    store: Store, paths: Sequence[str], settings: StorageSettings, source: str | None = None
 ) -> Receipt:
     """Erase the documents at ``paths`` (source-relative, as in the ledger; absolute
     paths under ``source`` too) from every table of the collection. Raises LookupError
     when none of them is known."""
-    with collection_lease(settings.storage):
+    with collection_lease(settings):
         # A dead checked refresh's pinned, unchecked writes are undone first: erasure
         # prunes old versions, which would remove the versions readers are pinned to.
         store.pointer.recover_pin()
         return _forget(store, paths, settings, source)
 
 
-def _forget(store: Store, paths: Sequence[str], settings: Settings, source: str | None) -> Receipt:
+def _forget(
+    store: Store, paths: Sequence[str], settings: StorageSettings, source: str | None
+) -> Receipt:
     from storage.maintenance import ensure_indexes
 
     receipt = Receipt(uuid.uuid4().hex[:12], store.collection, datetime.now(UTC))
@@ -474,7 +476,7 @@ def _forget(store: Store, paths: Sequence[str], settings: Settings, source: str 
     for name in sorted(had_fts):
         table = store.find(name)
         if table is not None and int(table.count_rows()):
-            receipt.tables[name]["indexes"] = ensure_indexes(store, name, settings.storage)
+            receipt.tables[name]["indexes"] = ensure_indexes(store, name, settings)
     store.caches.tidy()  # the caches' key indexes
 
     # 6. The receipt.
@@ -498,12 +500,12 @@ def _forget(store: Store, paths: Sequence[str], settings: Settings, source: str 
     return receipt
 
 
-def undo(store: Store, paths: Sequence[str], settings: Settings) -> list[str]:
+def undo(store: Store, paths: Sequence[str], settings: StorageSettings) -> list[str]:
     """Lift the tombstones of ``paths``: the next refresh adds the files again (as new
     documents: their content was erased and is parsed and embedded again)."""
     from sources import doc_id_for
 
-    with collection_lease(settings.storage):
+    with collection_lease(settings):
         lifted: list[str] = []
         tomb = store.ledger.tombstones()
         for raw in paths:

@@ -35,8 +35,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from corpusflow.errors import ConfigurationError, CorpusflowError
-from corpusflow.settings import StorageSettings
+from common.errors import ConfigurationError, CorpusflowError
+from common.settings import StorageSettings
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ import math
 from datetime import datetime, timedelta
 from typing import Any
 
-from corpusflow.settings import StorageSettings
+from common.settings import StorageSettings
 from storage.store import Store
 
 log = logging.getLogger(__name__)

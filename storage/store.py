@@ -27,7 +27,7 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any
 
-from corpusflow.settings import StorageSettings
+from common.settings import StorageSettings
 from storage.caches import Caches, ContextCacheTable, EmbeddingCache
 from storage.chunks import ChunkTables
 from storage.ledger import Ledger

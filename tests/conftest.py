@@ -103,7 +103,7 @@ def prefect_server() -> Iterator[None]:
 
 @pytest.fixture(scope="session")
 def minilm_tokenizer():  # type: ignore[no-untyped-def]
-    from corpusflow.settings import EmbedSettings
+    from common.settings import EmbedSettings
     from embedding import load_embedder
 
     return load_embedder(EmbedSettings(model="minilm")).tokenizer()

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from corpusflow.errors import DocumentError
-from corpusflow.settings import EmbedSettings, Settings, SourceSettings, load_settings
+from common.errors import DocumentError
+from common.settings import EmbedSettings, Settings, SourceSettings, load_settings
 from embedding import resolve_model
 from flows.refresh import refresh_flow
 from sources import LocalSource, archive
@@ -121,7 +121,7 @@ def test_archive_over_the_limits_is_not_expanded(tmp_path: Path) -> None:
 
 
 def test_archive_itself_is_refused_with_a_reason(tmp_path: Path) -> None:
-    from corpusflow.errors import Category
+    from common.errors import Category
     from parsers import ParseError, parse_file
 
     path = tmp_path / "bundle.zip"

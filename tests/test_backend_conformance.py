@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from corpusflow.settings import ParseSettings
+from common.settings import ParseSettings
 from parsers import parser_fingerprints
 from parsers.backend import backends
 from parsers.formats import FORMATS, FormatSpec

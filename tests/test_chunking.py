@@ -4,7 +4,7 @@ from typing import Any
 import pytest
 
 from chunking import chunk_document
-from corpusflow.settings import ChunkSettings
+from common.settings import ChunkSettings
 from parsers import parse_file
 
 

@@ -9,10 +9,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from common.errors import ConfigurationError
+from common.settings import Settings, load_settings
 from corpusflow.api import Filters, Searcher, search
-from corpusflow.errors import ConfigurationError
 from corpusflow.evaluate import evaluate, load_questions
-from corpusflow.settings import Settings, load_settings
 from flows.refresh import refresh_flow
 from storage import Store
 from storage.maintenance import FTS_SETTINGS, _fts_index, ensure_indexes, fts_is_current

@@ -12,9 +12,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from common.errors import ConfigurationError, StorageFullError
 from corpusflow import cli
 from corpusflow.api import MODES
-from corpusflow.errors import ConfigurationError, StorageFullError
 from storage.lease import LeaseHeldError
 
 COMMANDS = typer.main.get_command(cli.app).commands  # type: ignore[attr-defined]

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 import corpusflow.engine as engine_module
+from common.settings import Settings, load_settings
 from corpusflow.engine import InProcessExecutor, RefreshEngine
-from corpusflow.settings import Settings, load_settings
 from storage import Store
 from storage.maintenance import evict_embeddings
 from storage.schema import embed_key

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from corpusflow.settings import EmbedSettings
+from common.settings import EmbedSettings
 from embedding import ModelSpec, embed_texts, load_embedder, resolve_model
 from storage.store import Store
 from tests.helpers.embed_worker import chunk_texts, read_log

@@ -4,8 +4,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from corpusflow.errors import ConfigurationError
-from corpusflow.settings import EmbedSettings
+from common.errors import ConfigurationError
+from common.settings import EmbedSettings
 from embedding import Embeddings, embed_texts, load_embedder, resolve_model
 from tests.helpers.tiny_models import build_tiny_bgem3
 

@@ -15,8 +15,8 @@ from typing import Any
 import psutil
 import pytest
 
+from common.settings import Settings, load_settings
 from corpusflow.engine import InProcessExecutor, RefreshEngine
-from corpusflow.settings import Settings, load_settings
 from flows.refresh import refresh_flow
 from storage import Store
 from tests.helpers.invariants import assert_nothing_lost
@@ -236,7 +236,7 @@ def test_a_small_refresh_imports_neither_torch_nor_transformers(
     and a few chunks embed with the NumPy encoder, so this process never pays torch."""
     source = f"""
 from corpusflow.engine import InProcessExecutor, RefreshEngine
-from corpusflow.settings import load_settings
+from common.settings import load_settings
 
 def main():
     settings = load_settings(None, {{"storage": {{"db": {str(tmp_path / "db")!r}}},

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from common.settings import Settings
 from corpusflow.engine import RefreshEngine
 from corpusflow.executors import InProcessExecutor
-from corpusflow.settings import Settings
 from corpusflow.testing.executors import ExecutorConformance
 
 

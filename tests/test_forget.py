@@ -17,10 +17,10 @@ from typing import Any
 
 from typer.testing import CliRunner
 
+from common.settings import Settings, load_settings
 from corpusflow.api import search
 from corpusflow.cli import app
 from corpusflow.engine import InProcessExecutor, RefreshEngine
-from corpusflow.settings import Settings, load_settings
 from sources import doc_id_for
 from storage import Store
 from storage.erasure import scan_for_windows, window_hashes

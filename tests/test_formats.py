@@ -15,8 +15,8 @@ from typing import Any
 import psutil
 import pytest
 
-from corpusflow.errors import Category
-from corpusflow.settings import ChunkSettings, ParseSettings
+from common.errors import Category
+from common.settings import ChunkSettings, ParseSettings
 from parsers import ParseError, ParserPool, parse_file
 from parsers.backend import load_backend
 from parsers.formats import EXTENSION_FORMATS, FORMATS

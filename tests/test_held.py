@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from common.errors import RetrievalCheckFailed
+from common.settings import Settings
 from corpusflow.cli import app
 from corpusflow.engine import RefreshEngine
-from corpusflow.errors import RetrievalCheckFailed
 from corpusflow.holds import Accept, Hold
-from corpusflow.settings import Settings
 from corpusflow.verify import nothing_lost
 from storage import Store
 from storage.records import DocStatus, LedgerRow

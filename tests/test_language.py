@@ -5,7 +5,7 @@ from typing import Any
 
 from chunking.language import detect_language, detect_languages, has_cjk
 from chunking.structure import chunk_document
-from corpusflow.settings import ChunkSettings
+from common.settings import ChunkSettings
 from parsers import parse_file
 
 BILINGUAL = Path(__file__).resolve().parents[1] / "samples" / "bilingual"

@@ -20,8 +20,8 @@ from typing import Any
 import psutil
 import pytest
 
-from corpusflow.errors import Category
-from corpusflow.settings import ParseSettings, load_settings
+from common.errors import Category
+from common.settings import ParseSettings, load_settings
 from parsers import ParseError, ParserPool
 
 pytestmark = pytest.mark.skipif(

@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 
 from chunking.llm_context import LLMContextualizer
-from corpusflow.errors import Category, ConfigurationError, DocumentError
-from corpusflow.settings import LLMSettings, load_settings
+from common.errors import Category, ConfigurationError, DocumentError
+from common.settings import LLMSettings, load_settings
 from parsers import parse_file
 from tests.helpers.servers import CountingProxy, free_port, wait_until_up
 from tests.helpers.tiny_models import retrained_copy

@@ -16,15 +16,15 @@ from pathlib import Path
 import pytest
 
 from chunking.structure import chunk_document
-from corpusflow.api import Searcher, rrf
-from corpusflow.engine import RefreshEngine
-from corpusflow.settings import (
+from common.settings import (
     ChunkSettings,
     EmbedSettings,
     SearchSettings,
     Settings,
     load_settings,
 )
+from corpusflow.api import Searcher, rrf
+from corpusflow.engine import RefreshEngine
 from embedding import load_embedder, resolve_model
 from embedding.presets import DEFAULT_MODEL
 from parsers import parse_file

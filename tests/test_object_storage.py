@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from corpusflow.errors import ConfigurationError, CorpusflowError
+from common.errors import ConfigurationError, CorpusflowError
+from common.settings import Settings, SourceSettings, load_settings
 from corpusflow.fingerprints import Fingerprints
 from corpusflow.plan import plan_changes
-from corpusflow.settings import Settings, SourceSettings, load_settings
 from parsers import ParserFingerprints
 from sources import LocalSource, open_source
 from sources.objectstore import ObjectStoreSource

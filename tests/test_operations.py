@@ -14,7 +14,7 @@ import httpx
 import pytest
 import yaml
 
-from corpusflow.settings import load_settings
+from common.settings import load_settings
 from flows.deployments import NIGHTLY_CRON, build_deployments
 from tests.helpers.servers import free_port, wait_until_up
 

@@ -16,8 +16,8 @@ from typing import Any
 import psutil
 import pytest
 
-from corpusflow.errors import Category
-from corpusflow.settings import ParseSettings
+from common.errors import Category
+from common.settings import ParseSettings
 from parsers import ParsedDocument, ParseError, ParserPool, parse_file
 
 CANARY = "CANARY-7f3a91-secret"

@@ -12,7 +12,7 @@ from typing import Any
 import psutil
 import pytest
 
-from corpusflow.settings import ParseSettings
+from common.settings import ParseSettings
 from parsers import ParserPool, isolation
 
 

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from corpusflow.errors import Category
-from corpusflow.settings import ParseSettings
+from common.errors import Category
+from common.settings import ParseSettings
 from parsers import ParseError, ParserPool, parse_file
 
 
@@ -240,7 +240,7 @@ def test_markdown_front_matter_becomes_metadata(tmp_path: Path) -> None:
 
 
 def test_yaml_sidecar_is_read_and_not_listed(tmp_path: Path) -> None:
-    from corpusflow.settings import SourceSettings
+    from common.settings import SourceSettings
     from sources import LocalSource
 
     (tmp_path / "memo.md").write_text("# Memo\n\nQuarterly numbers.\n")

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from corpusflow.errors import Category
-from corpusflow.settings import ParseSettings
+from common.errors import Category
+from common.settings import ParseSettings
 from parsers import ParseError, parse_file, parser_fingerprints
 from parsers.pdf import layout as pdf_layout
 from parsers.pdf.layout import (

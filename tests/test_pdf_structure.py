@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from corpusflow.settings import ParseSettings
+from common.settings import ParseSettings
 from parsers.pdf.assemble import lines_to_document
 from parsers.pdf.blocks import Block
 from parsers.pdf.offline import parse_offline

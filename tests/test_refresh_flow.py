@@ -8,9 +8,9 @@ from typing import Any
 import lancedb
 import pytest
 
+from common.settings import Settings, load_settings
 from corpusflow.api import search, status
 from corpusflow.plan import DeletionGuardError
-from corpusflow.settings import Settings, load_settings
 from flows.refresh import refresh_flow
 from storage import Store
 from tests.helpers.invariants import assert_nothing_lost

@@ -19,9 +19,9 @@ from typing import Any
 import psutil
 import pytest
 
-from corpusflow.errors import ConfigurationError, StorageFullError
+from common.errors import ConfigurationError, StorageFullError
+from common.settings import EmbedSettings, Settings, load_settings
 from corpusflow.plan import DeletionGuardError
-from corpusflow.settings import EmbedSettings, Settings, load_settings
 from embedding import resolve_model
 from flows.maintenance import maintain_flow
 from flows.refresh import refresh_flow
@@ -172,7 +172,7 @@ def test_sigkill_during_lance_commits(corpus: Path, tmp_path: Path) -> None:
 _DIE_BEFORE_LEDGER = """
 import os, signal, sys
 from storage.ledger import Ledger
-from corpusflow.settings import load_settings
+from common.settings import load_settings
 from flows.refresh import refresh_flow
 
 def die(self, *args, **kwargs):
@@ -361,7 +361,7 @@ def test_chunking_past_its_deadline_fails_only_that_document(
 
 
 def test_a_deadline_never_fires_after_its_block() -> None:
-    from corpusflow.deadline import DeadlineExceeded, thread_deadline
+    from common.deadline import DeadlineExceeded, thread_deadline
 
     with pytest.raises(DeadlineExceeded), thread_deadline(0.2):
         while True:
@@ -380,7 +380,7 @@ def test_deadlines_on_many_threads_fire_only_where_they_are_due(
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
-    from corpusflow.deadline import DeadlineExceeded, thread_deadline
+    from common.deadline import DeadlineExceeded, thread_deadline
 
     def work(spin_s: float, limit_s: float) -> str:
         try:
@@ -416,7 +416,7 @@ def test_a_deadline_that_fires_as_its_block_ends_leaves_nothing_stuck() -> None:
     thread, and the same thread can run its next block (one nested in it cannot)."""
     import threading
 
-    from corpusflow.deadline import (
+    from common.deadline import (
         DeadlineExceeded,
         _set_async_exc,
         _watchdog,
@@ -464,7 +464,7 @@ def test_a_deadline_that_fires_as_its_block_ends_leaves_nothing_stuck() -> None:
     assert not other.is_alive(), "the watchdog's lock was left held"
     # A block finalised late, from another thread (a generator the garbage collector
     # closes), leaves the thread's current block alone.
-    from corpusflow.deadline import _Armed
+    from common.deadline import _Armed
 
     current = _watchdog.arm(30)
     stale = _Armed(threading.get_ident())

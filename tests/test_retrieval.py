@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
+from common.errors import ConfigurationError
+from common.settings import Settings, load_settings
 from corpusflow.api import Filters, Searcher, rrf, search
-from corpusflow.errors import ConfigurationError
 from corpusflow.evaluate import Question, evaluate, gate, load_questions
-from corpusflow.settings import Settings, load_settings
 from flows.refresh import refresh_flow
 from flows.reindex import reindex_flow
 from storage import Store

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from common.errors import RetrievalCheckFailed
+from common.settings import Settings, load_settings
 from corpusflow.engine import InProcessExecutor, RefreshEngine
-from corpusflow.errors import RetrievalCheckFailed
-from corpusflow.settings import Settings, load_settings
 from storage import Store
 
 DOCS = {

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from corpusflow.settings import Settings, load_settings
+from common.settings import Settings, load_settings
 from flows.refresh import refresh_flow
 from storage import Store
 from tests.helpers.invariants import assert_nothing_lost

@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from common.settings import EmbedSettings, Settings, load_settings
 from corpusflow.api import Searcher, active_spec
-from corpusflow.settings import EmbedSettings, Settings, load_settings
 from embedding import load_embedder, resolve_model
 from embedding.query_encoder import NumpyBertEncoder, NumpyFirstEmbedder, load_query_embedder
 from storage import Store

@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from corpusflow.settings import Settings, load_settings
+from common.settings import Settings, load_settings
 
 
 @pytest.fixture(autouse=True)

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
+from common.settings import Settings, load_settings
 from corpusflow.engine import RefreshEngine
-from corpusflow.settings import Settings, load_settings
 from storage import Store
 
 REPO = Path(__file__).resolve().parents[1]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from corpusflow.settings import SourceSettings
+from common.settings import SourceSettings
 from sources.base import Source, open_source
 from sources.testing import SIDECAR_SUFFIX, SourceConformance
 

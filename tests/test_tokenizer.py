@@ -93,7 +93,7 @@ def test_a_tokenizer_transformers_would_change_loads_through_transformers(
 def test_chunking_a_document_imports_neither_transformers_nor_torch(tmp_path: Path) -> None:
     # As a refresh does it: parsed in a parser child, chunked in this process.
     source = f"""
-from corpusflow.settings import ChunkSettings, EmbedSettings, ParseSettings
+from common.settings import ChunkSettings, EmbedSettings, ParseSettings
 from embedding import load_embedder
 from chunking.structure import chunk_document
 from parsers import ParserPool
@@ -111,7 +111,7 @@ def main():
 @pytest.mark.parametrize("strategy", ["structure", "fixed"])
 def test_chunks_are_the_same_with_either_tokenizer(strategy: str, tmp_path: Path) -> None:
     from chunking.structure import chunk_document
-    from corpusflow.settings import ChunkSettings
+    from common.settings import ChunkSettings
     from parsers.registry import parse_file
 
     parsed = parse_file(SAMPLES / "release_notes.md")
@@ -164,7 +164,7 @@ def test_import_without_blocks_only_its_thread_and_leaves_the_finder_list_alone(
     import sys
     import threading
 
-    from corpusflow.runtime import import_without
+    from common.imports import import_without
 
     (tmp_path / "cf_optional_pkg.py").write_text("VALUE = 1\n")
     (tmp_path / "cf_probe_mod.py").write_text(

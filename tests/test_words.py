@@ -255,9 +255,9 @@ def test_excel_cell_text(value: object, fmt: str, shown: str) -> None:
 
 
 def test_status_and_verify_list_failures_when_nothing_indexed(tmp_path: Path) -> None:
+    from common.settings import load_settings
     from corpusflow.api import failed_documents, status
     from corpusflow.engine import InProcessExecutor, RefreshEngine
-    from corpusflow.settings import load_settings
     from corpusflow.verify import nothing_lost
 
     src = tmp_path / "src"

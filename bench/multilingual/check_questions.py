@@ -52,10 +52,10 @@ class Indexer:
 
     def _setup(self) -> tuple[Any, ...]:
         if self._state is None:
+            from common.settings import load_settings
             from corpusflow.fingerprints import Fingerprints
             from corpusflow.pipeline import make_contextualizer
             from corpusflow.runtime import configure_environment
-            from corpusflow.settings import load_settings
             from embedding import load_embedder, resolve_model
             from storage import Store
 

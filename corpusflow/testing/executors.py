@@ -30,9 +30,10 @@ from typing import Any
 
 import pytest
 
-from corpusflow.engine import Job, RefreshEngine
-from corpusflow.errors import Category
-from corpusflow.settings import Settings, load_settings
+from common.errors import Category
+from common.settings import Settings, load_settings
+from corpusflow.engine import RefreshEngine
+from corpusflow.job import Job
 from storage import Store
 
 GOOD = [f"a_{i}.md" for i in range(5)]

@@ -22,7 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from corpusflow.settings import ParseSettings
+from common.settings import ParseSettings
 from parsers.backend import TableBackend
 from parsers.errors import Category, ParseError
 from parsers.models import BackendResult

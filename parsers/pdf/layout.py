@@ -34,7 +34,7 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from corpusflow.settings import ParseSettings
+from common.settings import ParseSettings
 from parsers.models import BackendResult, ParseWarning
 
 if TYPE_CHECKING:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from corpusflow.settings import ParseSettings
+from common.settings import ParseSettings
 from parsers.models import ParseWarning
 from parsers.pdf.primitives import Line, open_page, open_pdf
 

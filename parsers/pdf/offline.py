@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from corpusflow.settings import ParseSettings
+from common.settings import ParseSettings
 from parsers.models import BackendResult, ParseWarning
 from parsers.pdf.primitives import page_sizes
 

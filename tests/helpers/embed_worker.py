@@ -109,7 +109,7 @@ def main() -> None:
 
     import numpy as np
 
-    from corpusflow.settings import EmbedSettings
+    from common.settings import EmbedSettings
     from embedding import embed_texts, load_embedder, resolve_model
     from storage.store import Store
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from corpusflow.settings import Settings
+from common.settings import Settings
 from corpusflow.verify import nothing_lost
 from storage import Store
 

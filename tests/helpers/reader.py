@@ -34,9 +34,9 @@ def main() -> None:
     ap.add_argument("--stop", required=True)
     ap.add_argument("--min", type=int, default=2000)
     args = ap.parse_args()
+    from common.settings import load_settings
     from corpusflow.api import Filters, Searcher
     from corpusflow.runtime import configure_environment
-    from corpusflow.settings import load_settings
 
     configure_environment()
     settings = load_settings(None, {"storage": {"db": args.db}})
