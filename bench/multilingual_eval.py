@@ -14,9 +14,10 @@ other model builds its table beside it from the parse cache (``corpusflow reinde
 tokenizer (minilm, use-m3) share the chunks, so their chunk ids agree. Embedding time and
 chunks/s come from each run report. Then every question is asked
 once per leg, to depth 50, through the product's own Searcher: each model's dense leg,
-the keyword leg (BM25 on the ICU-tokenised full-text index, the same for all models).
-The fusions are computed from those lists, weighted reciprocal rank
-``sum w / (rrf_k + rank)``: the product's hybrid (one model's dense + keyword), the two
+the keyword leg (BM25 on the ICU-tokenised full-text index, the same for all models),
+and the product's own hybrid search (its per-model fusion defaults).
+The other fusions are computed from those lists, weighted reciprocal rank
+``sum w / (rrf_k + rank)`` with rrf_k 60: the product's hybrid (one model's dense + keyword), the two
 dense legs together, and fusions that weigh the legs by the query's script (CJK or
 not). Scores per group: English questions, non-English, cross-lingual (question and
 document in different languages), for each split.
@@ -157,6 +158,11 @@ def _legs(
         legs[f"dense:{model}"] = [
             searcher.search(q.question, k=DEPTH, mode="dense", filters=every) for q in questions
         ]
+        # What a user gets: the product's own hybrid, with this model's fusion defaults
+        # (embedding.presets.fusion_defaults), not this script's RRF_K.
+        legs[f"hybrid:{model}"] = [
+            searcher.search(q.question, k=DEPTH, mode="hybrid", filters=every) for q in questions
+        ]
         if i == 0:
             legs["keyword"] = [
                 searcher.search(q.question, k=DEPTH, mode="keyword", filters=every)
@@ -188,6 +194,8 @@ def _policies(models: Sequence[str]) -> dict[str, Policy]:
     for m in models:
         out[f"dense {m}"] = lambda q, m=m: {f"dense:{m}": 1.0}
     out["keyword"] = lambda q: {"keyword": 1.0}
+    for m in models:
+        out[f"product hybrid {m} (its fusion defaults)"] = lambda q, m=m: {f"hybrid:{m}": 1.0}
     for m in models:
         out[f"hybrid {m} + keyword"] = lambda q, m=m: {f"dense:{m}": 1.0, "keyword": 1.0}
         for w in (1.5, 2.0):

@@ -10,6 +10,7 @@ tokenizer (embedding.tokenizer), so the chunker package is imported through
 from __future__ import annotations
 
 import functools
+import warnings
 from typing import Any
 
 from common.imports import import_without
@@ -21,9 +22,36 @@ def chunker_module() -> Any:
     return import_without("docling_core.transforms.chunker.hybrid_chunker", "transformers")
 
 
+# The smallest window semchunk is asked for. HybridChunker shrinks a section's window
+# by its overflow until the headings leave almost nothing (1 token seen with a long
+# Korean heading path at 64-token chunks); semchunk then recurses without end on one
+# character that encodes to two tokens (RecursionError). A window this size holds any
+# character; HybridChunker still sees the overflow, goes on shrinking its own count
+# and drops the headings from that chunk once they fill it, as it was written to.
+MIN_SEGMENT_TOKENS = 8
+
+
+@functools.cache
+def _chunker_class() -> type:
+    base = chunker_module().HybridChunker
+    # What it warns then is expected here, and its message holds the whole chunk.
+    warnings.filterwarnings(
+        "ignore", message="Headers and captions for this chunk", category=UserWarning
+    )
+
+    class FlooredHybridChunker(base):  # type: ignore[valid-type,misc]
+        def segment(self, doc_chunk: Any, available_length: int, doc_serializer: Any) -> Any:
+            return super().segment(
+                doc_chunk, max(available_length, MIN_SEGMENT_TOKENS), doc_serializer
+            )
+
+    return FlooredHybridChunker
+
+
 def hybrid_chunker(**kwargs: Any) -> Any:
-    """``HybridChunker(**kwargs)``; pass ``tokenizer=chunker_tokenizer(...)``."""
-    return chunker_module().HybridChunker(**kwargs)
+    """docling-core's ``HybridChunker(**kwargs)``, its windows floored at
+    ``MIN_SEGMENT_TOKENS``; pass ``tokenizer=chunker_tokenizer(...)``."""
+    return _chunker_class()(**kwargs)
 
 
 def as_doc_chunk(chunk: Any) -> Any:

@@ -110,7 +110,9 @@ def chunk_document(
                 parsed.markdown, counter, max_tokens - budget, settings.overlap_tokens
             )
         ]
-        return _assemble(parsed, doc_id, pieces, counter, budget, settings, contextualizer)
+        return _assemble(
+            parsed, doc_id, pieces, counter, max_tokens, budget, settings, contextualizer
+        )
     # Headings are carried in heading_path and the context prefix; the chunker's
     # own limit leaves room for the prefix so the embedded text fits the model.
     # repeat_table_header stays off: its table path looks for a Markdown header, but
@@ -159,7 +161,7 @@ def chunk_document(
         else:
             fixed.append((text, headings, pages))
 
-    return _assemble(parsed, doc_id, fixed, counter, budget, settings, contextualizer)
+    return _assemble(parsed, doc_id, fixed, counter, max_tokens, budget, settings, contextualizer)
 
 
 def _pages(items: Sequence[Any]) -> tuple[int, ...]:
@@ -208,6 +210,7 @@ def _assemble(
     doc_id: str,
     fixed: list[tuple[str, tuple[str, ...], tuple[int, ...]]],
     counter: TokenCounter,
+    max_tokens: int,
     budget: int,
     settings: ChunkSettings,
     contextualizer: Contextualizer | None,
@@ -280,7 +283,7 @@ def _assemble(
     children: list[Chunk] = []
     for pos, (text, headings, pages) in enumerate(fixed):
         parent = parent_of[pos]
-        context = contexts[pos]
+        context = _fit_context(contexts[pos], text, counter, max_tokens)
         children.append(
             Chunk(
                 chunk_id=stable_id(doc_id, headings, text, occurrence("chunk", headings, text)),
@@ -296,6 +299,20 @@ def _assemble(
             )
         )
     return ChunkSet(children=tuple(children), parents=tuple(parents))
+
+
+def _fit_context(context: str, text: str, counter: TokenCounter, max_tokens: int) -> str:
+    """``context`` cut so that context + "\n\n" + text fits ``max_tokens``: the two
+    counted apart can fit while the joined text does not (a SentencePiece tokenizer
+    spends tokens on the blank line and re-segments across the join)."""
+    while context:
+        over = counter.count(f"{context}\n\n{text}") - max_tokens
+        if over <= 0:
+            break
+        keep = counter.count(context) - over
+        shorter = counter.truncate(context, keep).strip() if keep > 0 else ""
+        context = shorter if len(shorter) < len(context) else ""
+    return context
 
 
 def _split_tokens(text: str, counter: TokenCounter, max_tokens: int) -> list[str]:

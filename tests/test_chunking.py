@@ -211,3 +211,29 @@ def test_shared_docs_with_headings_give_every_chunk_a_heading_path(
         assert all(c.heading_path for c in cs.children), name
         parents = {p.parent_id: p.text for p in cs.parents}
         assert all(c.text in parents[c.parent_id] for c in cs.children), name
+
+
+@pytest.mark.parametrize("max_tokens", [32, 64])
+def test_small_chunks_under_long_headings(max_tokens: int) -> None:
+    """A Korean heading path nearly as long as the chunk left HybridChunker one token of
+    window, and semchunk recursed without end on a character of two tokens
+    (RecursionError: the document failed as 'internal'). With the default model's
+    SentencePiece tokenizer the blank line between context and text also costs tokens,
+    so the embedded text is counted joined."""
+    from common.settings import EmbedSettings
+    from embedding.presets import load_embedder, resolve_model
+
+    embed = EmbedSettings()  # the default model, use-m3
+    tokenizer = load_embedder(embed, resolve_model(embed)).tokenizer()
+    path = (
+        Path(__file__).resolve().parents[1]
+        / "bench/multilingual/corpus/react_import_export_ko.docx"
+    )
+    parsed = parse_file(path)
+    cs = chunk_document(parsed, "doc1", tokenizer, max_tokens, ChunkSettings())
+    assert len(cs.children) > 50
+    for c in cs.children:
+        assert len(tokenizer.encode(c.embed_text)) <= max_tokens, c.embed_text
+    # Nothing dropped: every line of the document's text is in some chunk.
+    text = " ".join(" ".join(c.text.split()) for c in cs.children)
+    assert "import" in text and "컴포넌트" in text
