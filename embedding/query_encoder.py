@@ -16,7 +16,7 @@ does. Queries run on the CPU whatever ``embed.device`` says: one query is millis
 a Dense or other extra module, a default prompt, lower-casing done by sentence-
 transformers, ``.bin`` weights, several pooling modes at once) makes ``load_query_embedder``
 return today's sentence-transformers embedder instead, as it does for BGE-M3 (its sparse
-head is a torch pickle). tests/test_search_coldstart.py checks the vectors against
+head is a torch pickle). tests/corpusflow/test_search_coldstart.py checks the vectors against
 sentence-transformers (cosine >= 0.9999) and the top-k against a real index.
 """
 

@@ -15,7 +15,7 @@ would build, and the transformers tokenizer behind the same small interface othe
 
 ``decode`` cleans up tokenization spaces exactly when transformers would (the config's
 ``clean_up_tokenization_spaces``, default off for fast tokenizers).
-tests/test_tokenizer.py checks ids, offsets, token counts and decodes against
+tests/embedding/test_tokenizer.py checks ids, offsets, token counts and decodes against
 AutoTokenizer for the bundled MiniLM and a BGE-M3-shaped model.
 """
 

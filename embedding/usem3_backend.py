@@ -58,7 +58,7 @@ def package_version() -> str:
 def _sentencepiece(model: Path) -> Any:
     """The model's SentencePiece tokenizer: the C++ ``sentencepiece`` library where it is
     installed (it loads the 128k-piece model in a quarter of the time), else the
-    package's pure-Python port, which gives the same ids (tests/test_multilingual.py)."""
+    package's pure-Python port, which gives the same ids (tests/embedding/test_multilingual.py)."""
     try:
         from sentencepiece import SentencePieceProcessor
     except ImportError:

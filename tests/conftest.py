@@ -32,7 +32,7 @@ for key in [k for k in os.environ if k.startswith("CORPUSFLOW_")]:
     del os.environ[key]
 # The suite's pipeline tests run on the bundled MiniLM, whose paths (NumPy encoder first,
 # torch after) and figures they check; a test of the default model (use-m3,
-# tests/test_multilingual.py) or of the settings' defaults clears this.
+# tests/embedding/test_multilingual.py) or of the settings' defaults clears this.
 os.environ["CORPUSFLOW_EMBED__MODEL"] = "minilm"
 
 REPO = Path(__file__).resolve().parents[1]

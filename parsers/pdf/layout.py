@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from docling_core.types.doc import DoclingDocument, NodeItem
 
 # The models docling 2.143's standard PDF pipeline loads by default
-# (tests/test_pdf_pipelines.py checks these against docling's own definitions).
+# (tests/parsers/test_pdf_pipelines.py checks these against docling's own definitions).
 # Layout: LayoutObjectDetectionOptions() -> the RT-DETR "heron" model, Transformers engine.
 LAYOUT_REPO = "docling-project/docling-layout-heron"
 LAYOUT_REVISION = "main"

@@ -1,4 +1,4 @@
-"""One embedding run in its own process, for the kill test (tests/test_embed_kill.py).
+"""One embedding run in its own process, for the kill test (tests/embedding/test_embed_kill.py).
 
     python -m tests.helpers.embed_worker --model DIR --db DIR --log FILE [--n 3000]
         [--batch-size 32] [--out FILE.npz] [--die-in-save K]

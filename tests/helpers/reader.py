@@ -1,4 +1,4 @@
-"""A reader process for the read-during-write test (tests/test_snapshots.py).
+"""A reader process for the read-during-write test (tests/storage/test_snapshots.py).
 
     python -m tests.helpers.reader --db DIR --out FILE --stop FILE [--min 2000]
 

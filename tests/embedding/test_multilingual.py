@@ -29,7 +29,7 @@ from embedding import load_embedder, resolve_model
 from embedding.presets import DEFAULT_MODEL
 from parsers import parse_file
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "samples"
 
 

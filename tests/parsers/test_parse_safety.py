@@ -431,7 +431,7 @@ def test_password_protected_legacy_office_is_encrypted(
     name: str, kind: str, no_heavy_parsing: None
 ) -> None:
     with pytest.raises(ParseError) as err:
-        parse_file(Path(__file__).parent / "data" / "tika" / name)
+        parse_file(Path(__file__).parents[1] / "data" / "tika" / name)
     assert err.value.category == Category.ENCRYPTED
     assert kind in err.value.message and "decrypted copy" in err.value.message
 

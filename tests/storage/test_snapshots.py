@@ -23,7 +23,7 @@ from common.settings import Settings, load_settings
 from corpusflow.engine import RefreshEngine
 from storage import Store
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SEARCHES = 2000
 
 

@@ -22,7 +22,7 @@ from corpusflow.holds import Accept, Hold
 from corpusflow.verify import nothing_lost
 from storage import Store
 from storage.records import DocStatus, LedgerRow
-from tests.test_retrieval_check import (  # the same documents and questions
+from tests.corpusflow.test_retrieval_check import (  # the same documents and questions
     DOCS,
     QUESTIONS,
     UNRELATED,

@@ -31,7 +31,7 @@ from tests.helpers.invariants import assert_nothing_lost
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SUFFIX = resolve_model(
     EmbedSettings(model="minilm")
 ).table_suffix  # the bundled default model's tables
@@ -316,7 +316,7 @@ def test_bad_and_hostile_inputs(corpus: Path, tmp_path: Path) -> None:
     assert_nothing_lost(settings, str(corpus))
 
 
-# 7 (flow level; the pool-level hang/crash/OOM tests are in tests/test_parsers.py) --
+# 7 (flow level; the pool-level hang/crash/OOM tests are in tests/parsers/test_parsers.py) --
 def test_parser_timeout_fails_only_that_document(corpus: Path, tmp_path: Path) -> None:
     db = tmp_path / "db"
     settings = _settings(db, parse={"timeout_s": 1.0}, run={"task_retries": 0})

@@ -411,7 +411,7 @@ def test_every_fallback_can_be_imported() -> None:
         importlib.import_module(f"unstructured.partition.{kind}")
 
 
-_TIKA = Path(__file__).parent / "data" / "tika"
+_TIKA = Path(__file__).parents[1] / "data" / "tika"
 
 
 @needs_soffice
@@ -562,7 +562,7 @@ def test_shared_heading_only_pptx(shared_corpus: Path, minilm_tokenizer: Any) ->
 
 # -- the format table ------------------------------------------------------------------
 # Each backend's contract (a real file of each of its formats, broken files, fingerprints)
-# is the conformance suite in parsers/testing.py, run by tests/test_backend_conformance.py.
+# is the conformance suite in parsers/testing.py, run by tests/parsers/test_backend_conformance.py.
 
 
 @pytest.mark.parametrize("spec", FORMATS, ids=lambda s: s.fmt)
@@ -645,7 +645,7 @@ def test_docs_formats_table_is_current() -> None:
 
     out = CliRunner().invoke(app, ["formats", "--markdown"])
     assert out.exit_code == 0, out.output
-    doc = (Path(__file__).resolve().parents[1] / "docs" / "formats.md").read_text()
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "formats.md").read_text()
     assert out.output.strip() in doc, (
         "run: corpusflow formats --markdown, paste into docs/formats.md"
     )

@@ -225,7 +225,7 @@ def test_killed_flow_process_leaves_no_process_behind_on_a_busy_machine(
     mark = uuid.uuid4().hex
     env = {**os.environ, "PREFECT_API_URL": str(PREFECT_API_URL.value()), _MARK: mark}
     env["PYTHONPATH"] = os.pathsep.join(
-        [str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")]
+        [str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH", "")]
     )
     proc = subprocess.Popen(
         [sys.executable, "-c", _FLOW_PROCESS, str(corpus), settings.model_dump_json()],
@@ -255,7 +255,7 @@ def test_flow_called_directly_leaves_no_ephemeral_api_behind(
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
     env.update({"PREFECT_HOME": str(tmp_path / "prefect"), _MARK: mark})
     env["PYTHONPATH"] = os.pathsep.join(
-        [str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")]
+        [str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH", "")]
     )
     proc = subprocess.Popen(
         [sys.executable, "-c", _FLOW_PROCESS, str(corpus), settings.model_dump_json()],

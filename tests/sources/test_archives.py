@@ -35,7 +35,7 @@ SUFFIX = resolve_model(EmbedSettings(model="minilm")).table_suffix  # conftest's
 # copied with their compressed bytes unchanged: moby_shrink.txt (shrink, method 1) and
 # moby_implode.txt (implode, method 6), which Python's zipfile cannot read. Nothing here
 # writes those methods (7-Zip and Info-ZIP only read them).
-LEGACY = Path(__file__).parent / "data" / "legacy_methods.zip"
+LEGACY = Path(__file__).parents[1] / "data" / "legacy_methods.zip"
 DECODERS = archive._DECODERS
 
 
@@ -156,7 +156,7 @@ def test_verify_flags_text_failed_as_empty(tmp_path: Path) -> None:
 @flow
 def test_shipped_formats_sample_is_fully_indexed(tmp_path: Path) -> None:
     """samples/formats: CSV in cp1252, RST, Org, JSON, YAML, UTF-16 text, WebVTT and a ZIP."""
-    corpus = Path(__file__).resolve().parents[1] / "samples" / "formats"
+    corpus = Path(__file__).resolve().parents[2] / "samples" / "formats"
     settings = _settings(tmp_path / "db")
     report = refresh_flow(str(corpus), settings.model_dump_json())
     assert report["failed"] == 0, report

@@ -18,9 +18,9 @@ from storage import Store
 from storage.maintenance import FTS_SETTINGS, _fts_index, ensure_indexes, fts_is_current
 from storage.records import ChunkRow
 from storage.schema import chunk_schema
-from tests.test_cli import _cli
+from tests.corpusflow.test_cli import _cli
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 BILINGUAL = REPO / "samples" / "bilingual"
 QUESTIONS = REPO / "bench" / "questions" / "bilingual.jsonl"
 

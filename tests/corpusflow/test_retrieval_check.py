@@ -140,7 +140,7 @@ def test_a_refresh_that_breaks_retrieval_is_undone(folder: Path, tmp_path: Path)
     assert after["pointer"] == before["pointer"]
     assert after["chunks"] == before["chunks"]
     assert after["parents"] == before["parents"]
-    # The ledger too, but for the run's two documents: held (tests/test_held.py), with
+    # The ledger too, but for the run's two documents: held (tests/corpusflow/test_held.py), with
     # their previous hash and chunk count.
     held = {"status", "hold_json", "updated_at"}
     for old, new in zip(before["ledger"], after["ledger"], strict=True):

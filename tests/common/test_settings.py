@@ -52,7 +52,7 @@ def test_settings_round_trip_json() -> None:
 def test_configuration_reference_is_up_to_date() -> None:
     from corpusflow.config_doc import render
 
-    doc = Path(__file__).resolve().parents[1] / "docs" / "configuration.md"
+    doc = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
     assert doc.read_text() == render(), (
         "run: python -m corpusflow.config_doc > docs/configuration.md"
     )

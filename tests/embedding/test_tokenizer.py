@@ -13,7 +13,7 @@ from embedding.presets import _bundled_minilm
 from embedding.tokenizer import FastTokenizer, TransformersTokenizer, load_tokenizer
 from tests.helpers.scripts import heavy_imports
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "samples" / "corpus"
 
 TEXTS = [

@@ -18,7 +18,7 @@ from common.settings import load_settings
 from flows.deployments import NIGHTLY_CRON, build_deployments
 from tests.helpers.servers import free_port, wait_until_up
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CLI = str(Path(sys.executable).parent / "corpusflow")
 
 

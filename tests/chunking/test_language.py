@@ -8,7 +8,7 @@ from chunking.structure import chunk_document
 from common.settings import ChunkSettings
 from parsers import parse_file
 
-BILINGUAL = Path(__file__).resolve().parents[1] / "samples" / "bilingual"
+BILINGUAL = Path(__file__).resolve().parents[2] / "samples" / "bilingual"
 
 
 def test_scripts_decide_cjk_even_with_english_terms() -> None:

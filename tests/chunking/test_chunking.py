@@ -226,7 +226,7 @@ def test_small_chunks_under_long_headings(max_tokens: int) -> None:
     embed = EmbedSettings()  # the default model, use-m3
     tokenizer = load_embedder(embed, resolve_model(embed)).tokenizer()
     path = (
-        Path(__file__).resolve().parents[1]
+        Path(__file__).resolve().parents[2]
         / "bench/multilingual/corpus/react_import_export_ko.docx"
     )
     parsed = parse_file(path)

@@ -21,7 +21,7 @@ from embedding import load_embedder, resolve_model
 from embedding.query_encoder import NumpyBertEncoder, NumpyFirstEmbedder, load_query_embedder
 from storage import Store
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 EXE = shutil.which("corpusflow") or str(Path(sys.executable).with_name("corpusflow"))
 
 QUERIES = [

@@ -35,7 +35,7 @@ from embedding import ModelSpec, embed_texts, load_embedder, resolve_model
 from storage.store import Store
 from tests.helpers.embed_worker import chunk_texts, read_log
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 N_CHUNKS = 3000
 BATCH = 32
 KILL_AFTER_SAVES = 6
