@@ -175,6 +175,13 @@ class RunLog:
         rows = self.tables.rows(self.tables.name("runs"))
         return RunRecord.from_row(max(rows, key=lambda r: r["finished_at"])) if rows else None
 
+    def recent(self, limit: int) -> list[RunRecord]:
+        """The collection's last ``limit`` runs, newest first (the plan's rates come from
+        their reports: corpusflow.estimate)."""
+        rows = self.tables.rows(self.tables.name("runs"))
+        rows.sort(key=lambda r: r["finished_at"], reverse=True)
+        return [RunRecord.from_row(r) for r in rows[:limit]]
+
     def record_erasure(self, row: Mapping[str, Any]) -> None:
         table = self.tables.open_or_create(self.tables.name("erasures"), ERASURES_SCHEMA)
         table.add(pa.Table.from_pylist([dict(row)], schema=ERASURES_SCHEMA))
