@@ -606,6 +606,7 @@ def accept_held(
         typer.echo(json.dumps(report, indent=2, default=str))
     else:
         _print_report(report)
+    _exit_if_stopped(report)
 
 
 @app.command()

@@ -38,7 +38,15 @@ from common.errors import (
 )
 from common.settings import Settings
 from corpusflow.activation import Activation, Gate, load_check
-from corpusflow.estimate import Budget, Estimate, Rates, RunRates, describe_stop, estimate_plan
+from corpusflow.estimate import (
+    WAIT,
+    Budget,
+    Estimate,
+    Rates,
+    RunRates,
+    describe_stop,
+    estimate_plan,
+)
 from corpusflow.executors import (
     Executor,
     InProcessExecutor,
@@ -400,14 +408,16 @@ class RefreshEngine:
             future = executor.submit(ProcessDocument(item, job.source, settings, job.fps, kit))
             future.add_done_callback(lambda f: finished.put((item, _outcome(f))))
 
-        pending = 0
+        pending = finished_n = 0
         exhausted = False
         while True:
             while not exhausted and not self.stopped_by and pending + len(batch) < limit:
                 if self.budget is not None and self.budget.active:
                     stop = self.budget.may_start(
-                        time.time(), self._llm_tokens(), len(self.committed) + pending + len(batch)
+                        time.time(), self._llm_tokens(), finished_n, pending
                     )
+                    if stop == WAIT:
+                        break
                     if stop:
                         self._stop(stop, halt=False)
                         break
@@ -422,6 +432,7 @@ class RefreshEngine:
             flush()
             item, outcome = finished.get()
             pending -= 1
+            finished_n += 1
             job.progress.advance("parse")
             if isinstance(outcome, BaseException):
                 self._stop_if_storage_full(outcome)

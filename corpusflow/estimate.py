@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from corpusflow.plan import Plan
     from storage import Store
 
+WAIT = "wait"  # Budget.may_start: start no document until one in flight finishes
 RATE_RUNS = 20  # the last runs whose measurements a plan pools
 MB = 1024 * 1024
 
@@ -580,20 +581,25 @@ class Budget:
                 return "max_cost"
         return ""
 
-    def may_start(self, now: float, llm_tokens: int, documents_done: int) -> str:
+    def may_start(self, now: float, llm_tokens: int, finished: int, in_flight: int) -> str:
         """ "" when another document may be started, else the budget that forbids it:
-        the wall time is already spent, or one more document's LLM tokens (this run's
-        average so far, else the plan's) would pass run.max_llm_tokens."""
+        the wall time is spent, or the LLM tokens spent plus those of the documents in
+        flight and one more (this run's average per finished document, else the plan's)
+        would pass run.max_llm_tokens."""
         run = self.settings.run
         if run.max_wall and now - self.started >= run.max_wall:
             return "max_wall"
         if run.max_llm_tokens and self.settings.chunk.contextual == "llm":
             if llm_tokens >= run.max_llm_tokens:
                 return "max_llm_tokens"
-            if documents_done:
-                per_doc = llm_tokens / documents_done
-                if llm_tokens + per_doc > run.max_llm_tokens:
-                    return "max_llm_tokens"
+            if not finished:
+                # Nothing measured yet: one document starts whatever the plan's prior
+                # says (else a run on priors could never learn), then the run waits for
+                # it before starting more.
+                return WAIT if in_flight else ""
+            per_doc = llm_tokens / finished
+            if llm_tokens + (in_flight + 1) * per_doc > run.max_llm_tokens:
+                return "max_llm_tokens"
         return ""
 
 
