@@ -449,9 +449,10 @@ class RefreshEngine:
         if batch and not self.halted:
             batch_no += 1
             self._commit_within_budget(executor, str(batch_no), batch)
-        if self.stopped_by:
+        left = len(work) - len(self.committed) - len(self.failures)
+        if self.stopped_by and left > 0:  # a budget met after the last document: finished
             report.stopped_by = f"run.{self.stopped_by}"
-            report.left = len(work) - len(self.committed) - len(self.failures)
+            report.left = left
             report.stop_reason = describe_stop(self.stopped_by, settings, report.left)
             self.log(report.stop_reason)
             _log.warning(report.stop_reason)

@@ -12,9 +12,10 @@ themselves record:
 - a plan pools the rates of the collection's last ``RATE_RUNS`` runs (``Rates.load``);
   a rate no run measured yet comes from a documented prior (``PRIORS``) and says so.
 
-Each figure has a range: ±100% on a prior, ±max(15%, 1/sqrt(documents measured)) on a
-measured rate (the sample's size only: documents much larger or smaller than those
-measured skew a per-MB rate). The estimate is an upper bound in one way: every planned
+Each figure has a range, a factor ``1 + u`` either way: u = 2 (3x) on a prior,
+u = max(15%, 1/sqrt(documents measured)) on a measured rate (the sample's size only:
+documents much larger or smaller than those measured skew a per-MiB rate; on priors a
+per-document floor keeps small files from being priced by their bytes alone). The estimate is an upper bound in one way: every planned
 document is counted as parsed and every chunk as embedded, although the parse and
 embedding caches may hold some.
 
@@ -49,10 +50,21 @@ MB = 1024 * 1024
 # Priors for a fresh index, per format family (what a run on this 2-core machine measured
 # or the design guide records, rounded; docs/operations.md "Planning a run"):
 #   parse_s_per_mb: parse seconds per MiB of source; pages_per_mb; chunks_per_mb.
-_PDF = {"parse_s_per_mb": 1.5, "pages_per_mb": 10.0, "chunks_per_mb": 25.0}
-_SCAN = {"parse_s_per_mb": 6.0, "pages_per_mb": 2.0, "chunks_per_mb": 4.0}
-_OFFICE = {"parse_s_per_mb": 3.0, "pages_per_mb": 20.0, "chunks_per_mb": 60.0}
-_TEXT = {"parse_s_per_mb": 20.0, "pages_per_mb": 0.0, "chunks_per_mb": 600.0}
+#   parse_s_per_doc: the floor for small files (a child's round trip, the converter's setup).
+_PDF = {"parse_s_per_mb": 1.5, "pages_per_mb": 10.0, "chunks_per_mb": 25.0, "parse_s_per_doc": 0.2}
+_SCAN = {"parse_s_per_mb": 6.0, "pages_per_mb": 2.0, "chunks_per_mb": 4.0, "parse_s_per_doc": 2.0}
+_OFFICE = {
+    "parse_s_per_mb": 3.0,
+    "pages_per_mb": 20.0,
+    "chunks_per_mb": 60.0,
+    "parse_s_per_doc": 0.2,
+}
+_TEXT = {
+    "parse_s_per_mb": 20.0,
+    "pages_per_mb": 0.0,
+    "chunks_per_mb": 600.0,
+    "parse_s_per_doc": 0.1,
+}
 PRIORS: dict[str, dict[str, float]] = {
     "pdf": _PDF,
     "image": _SCAN,
@@ -67,23 +79,32 @@ PRIORS: dict[str, dict[str, float]] = {
     "txt": _TEXT,
     "csv": _TEXT,
 }
-DEFAULT_PRIOR = {"parse_s_per_mb": 3.0, "pages_per_mb": 5.0, "chunks_per_mb": 60.0}
+DEFAULT_PRIOR = {
+    "parse_s_per_mb": 3.0,
+    "pages_per_mb": 5.0,
+    "chunks_per_mb": 60.0,
+    "parse_s_per_doc": 0.2,
+}
+PRIOR_CHUNKS_PER_DOC = 2.0  # the floor for small files on priors
 # Seconds of CPU per chunk: chunking (tokenising, contexts without an LLM) and writing.
 PRIOR_CHUNK_S = 0.01
 PRIOR_WRITE_S = 0.002
-# Embedding chunks per second on one CPU worker, by model name (guide: BGE-M3 ~1.6/s on
-# 2 cores; MiniLM ~15/s; use-m3 ~4x MiniLM).
-PRIOR_EMBED_PER_S = {"bge-m3": 1.6, "minilm": 15.0, "use-m3": 60.0}
+# Embedding chunks per second on this kind of 2-core CPU, by model name (guide: BGE-M3
+# ~1.6/s; use-m3 measured ~21/s by bench/estimate_accuracy.py, ~4x MiniLM).
+PRIOR_EMBED_PER_S = {"bge-m3": 1.6, "minilm": 6.0, "use-m3": 25.0}
 DEFAULT_EMBED_PER_S = 10.0
 PRIOR_TOKENS_PER_CHUNK_SHARE = 0.6  # of chunk.max_tokens
 PRIOR_LLM_S = 3.0  # seconds per context request (a small local model)
 PRIOR_OVERHEAD_S = 10.0  # a run with work: parser imports, model load, activation
 
 
+PRIOR_U = 2.0  # a prior's range: a factor of 3 either way
+
+
 def _uncertainty(measured_docs: int) -> float:
-    """The relative half-width of a rate's range."""
+    """A rate's range as a factor ``1 + u`` either way (``_range``)."""
     if measured_docs <= 0:
-        return 1.0
+        return PRIOR_U
     return max(0.15, 1.0 / math.sqrt(measured_docs))
 
 
@@ -233,22 +254,21 @@ class Rates:
         return PRIOR_OVERHEAD_S, False
 
 
-def _range(value: float, rel: float) -> dict[str, float]:
+def _range(value: float, u: float) -> dict[str, float]:
+    """value / (1 + u) .. value x (1 + u)."""
     return {
         "estimate": round(value, 3),
-        "low": round(max(0.0, value * (1 - rel)), 3),
-        "high": round(value * (1 + rel), 3),
+        "low": round(value / (1 + u), 3),
+        "high": round(value * (1 + u), 3),
     }
 
 
 def _sum_ranges(parts: Sequence[tuple[float, float]]) -> dict[str, float]:
-    """(value, relative half-width) parts added; their half-widths add (a conservative range)."""
-    value = sum(v for v, _ in parts)
-    half = sum(v * r for v, r in parts)
+    """(value, u) parts added, each part's range added (a conservative range)."""
     return {
-        "estimate": round(value, 3),
-        "low": round(max(0.0, value - half), 3),
-        "high": round(value + half, 3),
+        "estimate": round(sum(v for v, _ in parts), 3),
+        "low": round(sum(v / (1 + u) for v, u in parts), 3),
+        "high": round(sum(v * (1 + u) for v, u in parts), 3),
     }
 
 
@@ -366,27 +386,31 @@ def estimate_plan(
             priors.add(f"{fmt} parse s/MiB")
         measured_docs += rate["measured"]
         n_chunks = mib * rate["chunks_per_mb"]
-        # Every document yields at least one chunk.
-        n_chunks = max(n_chunks, float(count))
+        parse_s = mib * rate["parse_s_per_mb"]
+        # Small files cost per document, not per byte: on priors, a floor per document
+        # (measured rates carry it in their per-MiB figure).
+        n_chunks = max(n_chunks, count * (1.0 if rate["measured"] else PRIOR_CHUNKS_PER_DOC))
+        if not rate["parse_measured"]:
+            parse_s = max(parse_s, count * rate["parse_s_per_doc"])
         by_format[fmt] = {
             "documents": count,
             "mb": round(mib, 3),
             "pages": round(mib * rate["pages_per_mb"], 1),
             "chunks": round(n_chunks, 1),
-            "parse_s": round(mib * rate["parse_s_per_mb"], 2),
+            "parse_s": round(parse_s, 2),
             "rates": {
                 k: round(v, 4)
                 for k, v in rate.items()
-                if k.endswith(("_per_mb", "_per_page", "_per_chunk"))
+                if k.endswith(("_per_mb", "_per_page", "_per_chunk", "_per_doc"))
             },
             "measured_documents": rate["measured"],
         }
         pages.append((mib * rate["pages_per_mb"], rel))
         chunks.append((n_chunks, rel))
-        parse.append((mib * rate["parse_s_per_mb"], prel))
+        parse.append((parse_s, prel))
         chunk_cpu.append((n_chunks * rate["chunk_s_per_chunk"], rel))
     total_chunks = sum(v for v, _ in chunks)
-    chunk_rel = (sum(v * r for v, r in chunks) / total_chunks) if total_chunks else 1.0
+    chunk_rel = (sum(v * r for v, r in chunks) / total_chunks) if total_chunks else PRIOR_U
     emb = rates.of_model(model, model_name, max_tokens)
     if not emb["measured"]:
         priors.add(f"embedding chunks/s of {model_name}")
@@ -419,12 +443,12 @@ def estimate_plan(
     # Parsing runs on parse.workers children; chunking, embedding and commits in the
     # run's process, while parsers wait (backpressure), so they add up.
     wall_parts = [
-        (parse_s / workers, max((r for _, r in parse), default=1.0)),
+        (parse_s / workers, max((r for _, r in parse), default=PRIOR_U)),
         (sum(v for v, _ in chunk_cpu), chunk_rel),
         (embed_s, erel),
         (write_s, _uncertainty(write_measured)),
-        (llm_wall / workers, 1.0),
-        (overhead if to_process else 0.0, 0.5 if overhead_measured else 1.0),
+        (llm_wall / workers, PRIOR_U),
+        (overhead if to_process else 0.0, 0.5 if overhead_measured else PRIOR_U),
     ]
     cpu = {
         "parse": _sum_ranges(parse),
