@@ -46,6 +46,7 @@ from corpusflow.estimate import (
     RunRates,
     describe_stop,
     estimate_plan,
+    work_weights,
 )
 from corpusflow.executors import (
     Executor,
@@ -78,6 +79,7 @@ Outcome = Processed | BaseException
 TIDY_EVERY_COMMITS = 64
 
 _log = logging.getLogger(__name__)
+WORK_BAR = "work (est. s)"
 
 
 def in_flight_limit(settings: Settings) -> int:
@@ -124,7 +126,11 @@ class RefreshEngine:
         self.estimate: Estimate | None = None
         self.budget: Budget | None = None
         self.rates: RunRates | None = None
-        self.stopped_by = ""
+        self.stopped_by = ""  # the budget that stopped starting documents
+        self.halted = False  # a budget stopped the commits too
+        self._contextualizer: Any = None  # the run's LLM context provider, if here
+        # Each document's estimated seconds (estimate.work_weights): the progress bar's ETA.
+        self.weights: dict[str, float] = {}
 
     # -- the two halves ---------------------------------------------------------
     def prepare(self) -> RefreshEngine:
@@ -364,6 +370,13 @@ class RefreshEngine:
         batch_size = min(settings.storage.write_batch_docs, limit)
         job.progress.add("parse", len(work))
         job.progress.add("embed", None)
+        if self.budget is not None and job.progress.bar is not None:
+            # The ETA by work, not by document count: each document advances the bar by
+            # its estimated seconds (corpusflow.estimate.work_weights) once committed or failed.
+            b = self.budget
+            weights = work_weights(work, settings, b.rates, b.model, b.model_name, b.max_tokens)
+            self.weights = {w.file.doc_id: x for w, x in zip(work, weights, strict=True)}
+            job.progress.add(WORK_BAR, sum(weights))
         with timer.time("load_tokenizer"):
             start = getattr(executor, "start", None)
             if start is not None:
@@ -437,6 +450,7 @@ class RefreshEngine:
             if isinstance(outcome, BaseException):
                 self._stop_if_storage_full(outcome)
                 self.failures.append((item, _as_document_error(outcome, Category.INTERNAL)))
+                self._advance_work([item])
                 continue
             if outcome.from_cache:
                 report.parse_cache_hits += 1
@@ -458,8 +472,10 @@ class RefreshEngine:
             _log.warning(report.stop_reason)
 
     # -- budgets ----------------------------------------------------------------------
-    halted = False  # no more commits this run (a budget stopped them)
-    _contextualizer: Any = None
+    def _advance_work(self, items: list[WorkItem]) -> None:
+        if self.weights:
+            done = sum(self.weights.get(i.file.doc_id, 0.0) for i in items)
+            self.job.progress.advance(WORK_BAR, done)
 
     def _llm_tokens(self) -> int:
         return int(getattr(self._contextualizer, "tokens", 0) or 0)
@@ -536,6 +552,7 @@ class RefreshEngine:
                     max(0.0, time.perf_counter() - start - result.embed_s - result.load_s),
                 )
             self.committed.extend((p.item.file, p.item.sha256) for p in batch)
+            self._advance_work([p.item for p in batch])
             self.report.chunks_written += result.chunks
             self.report.embedded += result.embedded
             self.report.embed_cache_hits += result.cache_hits
@@ -558,6 +575,7 @@ class RefreshEngine:
                 self._commit(executor, f"{label}.{i}", [p])
             return
         self.failures.append((batch[0].item, _as_document_error(result, Category.EMBEDDING)))
+        self._advance_work([batch[0].item])
 
     def _stop_if_storage_full(self, exc: BaseException) -> None:
         """A full disk is not the document's fault: stop the run instead of failing documents."""

@@ -40,7 +40,7 @@ from storage.records import PlanReason
 
 if TYPE_CHECKING:
     from corpusflow.pipeline import Processed
-    from corpusflow.plan import Plan
+    from corpusflow.plan import Plan, WorkItem
     from storage import Store
 
 WAIT = "wait"  # Budget.may_start: start no document until one in flight finishes
@@ -492,6 +492,45 @@ def estimate_plan(
     data["cost"] = _cost(settings, cpu, llm_tokens)
     data["budget_stop"] = _forecast(settings, data, llm_tokens)
     return Estimate(data)
+
+
+def work_weights(
+    work: Sequence[WorkItem],
+    settings: Settings,
+    rates: Rates,
+    model: str,
+    model_name: str,
+    max_tokens: int,
+) -> list[float]:
+    """Each document's estimated share of the run's wall time, in seconds (parse on
+    parse.workers, then chunk, embed and write its chunks): the run's progress advances
+    by these, so its ETA is weighted by work, not by document count (a 300-page PDF is
+    not a one-line note). Vectorised over the work items like ``estimate_plan``."""
+    if not work:
+        return []
+    mib = pc.divide(pa.array([w.file.size or 0 for w in work], pa.float64()), float(MB))
+    formats = _format_of_paths(pa.array([w.file.rel_path for w in work], pa.string()))
+    emb = rates.of_model(model, model_name, max_tokens)
+    write, _ = rates.write_s_per_chunk()
+    workers = max(1, settings.parse.workers)
+    known = sorted(set(formats.to_pylist()))
+    per_format = [rates.of_format(f) for f in known]
+
+    def column(values: list[float]) -> pa.Array:
+        return pc.take(pa.array(values, pa.float64()), pc.index_in(formats, pa.array(known)))
+
+    floor = column([0.0 if r["parse_measured"] else r["parse_s_per_doc"] for r in per_format])
+    parse = pc.max_element_wise(
+        pc.multiply(mib, column([r["parse_s_per_mb"] for r in per_format])), floor
+    )
+    chunks = pc.max_element_wise(
+        pc.multiply(mib, column([r["chunks_per_mb"] for r in per_format])), 1.0
+    )
+    per_chunk = column(
+        [r["chunk_s_per_chunk"] + 1 / emb["chunks_per_s"] + write for r in per_format]
+    )
+    seconds = pc.add(pc.divide(parse, float(workers)), pc.multiply(chunks, per_chunk))
+    return [float(x) for x in seconds.to_pylist()]
 
 
 def _embeds_on_gpu(settings: Settings) -> bool:

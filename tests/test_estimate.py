@@ -261,3 +261,21 @@ def test_cli_says_which_budget_stopped_the_run_and_exits_3(tmp_path: Path) -> No
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert len(_indexed(tmp_path / "db")) == 4
+
+
+def test_progress_is_weighted_by_work_not_by_document_count() -> None:
+    """The run's ETA bar advances by each document's estimated seconds: a 5 MiB PDF
+    weighs more than a one-line note, and a new format falls back to its prior."""
+    from corpusflow.estimate import Rates, work_weights
+    from corpusflow.plan import WorkItem
+    from sources import SourceFile
+    from storage.records import PlanReason
+
+    work = [
+        WorkItem(SourceFile(path, size, 1.7e9, path), "", PlanReason.NEW)
+        for path, size in (("a/big.pdf", 5 * 2**20), ("b/note.md", 300), ("c/odd.xyz", 300))
+    ]
+    settings = load_settings(None, {"parse": {"workers": 2}})
+    big, note, odd = work_weights(work, settings, Rates(), "m", "use-m3", 256)
+    assert big > 10 * note > 0
+    assert odd > 0
