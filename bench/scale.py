@@ -2,7 +2,7 @@
 
 Usage:
   python bench/scale.py ingest [--docs 10000] [--workers 1] [--keep DIR]
-  python bench/scale.py plan [--rows 1000000]
+  python bench/scale.py plan [--rows 1000000] [--new 0]
 
 ingest: generates ``--docs`` mixed documents (bench/gen_corpus.py: 60% PDF, 20% DOCX,
   10% HTML, 10% Markdown) and runs ``corpusflow ingest`` on them as a fresh process,
@@ -17,6 +17,9 @@ plan: writes a synthetic ledger of ``--rows`` indexed documents and lists the sa
   documents, unchanged, from a synthetic source (no files: the listing is generated,
   so only the planner is measured), then plans in a fresh process. Reports wall time
   and peak RSS of that process. Target: 1,000,000 rows within 60 s and 1.5 GiB.
+  ``--new N`` lists N more files the ledger lacks (PDF, DOCX, HTML, Markdown): the plan
+  then has N documents of work, and the estimate of their cost (corpusflow.estimate) is
+  timed too (``estimate_s``).
 """
 
 from __future__ import annotations
@@ -154,24 +157,29 @@ def ingest(args: argparse.Namespace) -> dict[str, Any]:
 
 
 class SyntheticSource:
-    """``rows`` documents listed as exactly what the ledger recorded (nothing changed)."""
+    """``rows`` documents listed as exactly what the ledger recorded (nothing changed),
+    and ``new`` more that the ledger does not have (mixed formats, for the estimate)."""
 
     root = "synthetic://"
 
-    def __init__(self, rows: int) -> None:
-        self.rows = rows
+    def __init__(self, rows: int, new: int = 0) -> None:
+        self.rows, self.new = rows, new
 
     def list(self) -> Any:
         from sources import SourceFile
 
         for i in range(self.rows):
             yield SourceFile(f"d{i // 1000:04d}/doc{i:07d}.md", 1000 + i % 977, 1.7e9 + i, "")
+        exts = (".pdf", ".pdf", ".pdf", ".docx", ".html", ".md")
+        for i in range(self.new):
+            ext = exts[i % len(exts)]
+            yield SourceFile(f"new/{i // 1000:04d}/doc{i:07d}{ext}", 50_000 + i % 9973, 1.8e9, "")
 
     def content_hash(self, f: Any) -> str:  # never called when nothing changed
         raise AssertionError(f"hashed {f.rel_path}: the plan read a file it did not need")
 
 
-def _plan_child(db: str, rows: int) -> None:
+def _plan_child(db: str, rows: int, new: int = 0) -> None:
     """In a fresh process: plan the synthetic listing against the synthetic ledger."""
     from common.settings import load_settings
     from corpusflow.fingerprints import Fingerprints
@@ -184,8 +192,17 @@ def _plan_child(db: str, rows: int) -> None:
     fps = Fingerprints.of(settings, choose_model(settings, store))
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     t = time.perf_counter()
-    plan = plan_changes(SyntheticSource(rows), store, settings, fps)  # type: ignore[arg-type]
+    plan = plan_changes(SyntheticSource(rows, new), store, settings, fps)  # type: ignore[arg-type]
     wall = time.perf_counter() - t
+    # The plan's cost (corpusflow.estimate), as every refresh and `corpusflow plan` make it.
+    from corpusflow.estimate import Rates, estimate_plan
+
+    spec = choose_model(settings, store)
+    t = time.perf_counter()
+    estimate = estimate_plan(
+        plan, settings, Rates.load(store), spec.fingerprint, spec.name, fps.max_tokens
+    )
+    estimate_s = time.perf_counter() - t
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(
         json.dumps(
@@ -196,6 +213,8 @@ def _plan_child(db: str, rows: int) -> None:
                 "work": len(plan.work),
                 "deleted": len(plan.deleted),
                 "plan_s": round(wall, 1),
+                "estimate_s": round(estimate_s, 2),
+                "estimated_chunks": estimate.to_dict()["chunks"],
                 "peak_rss_gib": round(peak * 1024 / GIB, 2),
                 "rss_before_plan_gib": round(before * 1024 / GIB, 2),
             }
@@ -259,7 +278,7 @@ def plan(args: argparse.Namespace) -> dict[str, Any]:
             table.add(data)
     print(f"wrote a {args.rows}-row ledger in {time.perf_counter() - t:.0f} s", flush=True)
     out = subprocess.run(
-        [sys.executable, __file__, "_plan_child", db, str(args.rows)],
+        [sys.executable, __file__, "_plan_child", db, str(args.rows), str(args.new)],
         capture_output=True,
         text=True,
         check=True,
@@ -273,7 +292,7 @@ def main() -> None:
         from corpusflow.runtime import configure_environment
 
         configure_environment()
-        _plan_child(sys.argv[2], int(sys.argv[3]))
+        _plan_child(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) > 4 else 0)
         return
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="what", required=True)
@@ -283,6 +302,7 @@ def main() -> None:
     a.add_argument("--keep", default="", help="work directory to keep (corpus is reused)")
     b = sub.add_parser("plan")
     b.add_argument("--rows", type=int, default=1_000_000)
+    b.add_argument("--new", type=int, default=0, help="files listed that the ledger lacks")
     args = ap.parse_args()
     from corpusflow.runtime import configure_environment
 

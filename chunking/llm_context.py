@@ -70,6 +70,21 @@ class ContextCache(Protocol):
     def put_many(self, items: Mapping[str, str]) -> None: ...
 
 
+def _usage(body: Any, payload: dict[str, Any], answer: Any) -> int:
+    """Tokens one answered request cost: the server's ``usage.total_tokens`` (or prompt +
+    completion), else the characters sent and received / 4."""
+    usage = body.get("usage") if isinstance(body, dict) else None
+    if isinstance(usage, dict):
+        total = usage.get("total_tokens")
+        if isinstance(total, int) and total > 0:
+            return total
+        parts = [usage.get("prompt_tokens"), usage.get("completion_tokens")]
+        if all(isinstance(p, int) for p in parts):
+            return int(sum(parts))  # type: ignore[arg-type]
+    sent = sum(len(str(m["content"])) for m in payload["messages"])
+    return (sent + len(str(answer))) // 4 + 1
+
+
 class LLMContextualizer:
     """Contextualizer backed by an OpenAI-compatible /chat/completions endpoint."""
 
@@ -82,6 +97,9 @@ class LLMContextualizer:
         self.settings = settings
         self.cache = cache
         self.calls = 0  # requests sent (tests and benchmarks read it)
+        # Tokens of answered requests (prompt + completion) as the server's ``usage``
+        # reports them, else ~4 characters a token: the run's LLM spend (run.max_llm_tokens).
+        self.tokens = 0
         self._lock = threading.Lock()
         headers = {}
         key = os.environ.get(settings.api_key_env)
@@ -132,11 +150,15 @@ class LLMContextualizer:
                         f"LLM endpoint refused the request: HTTP {resp.status_code} {resp.text[:200]}",
                     )
                 try:
-                    text = resp.json()["choices"][0]["message"]["content"]
+                    body = resp.json()
+                    text = body["choices"][0]["message"]["content"]
                 except (ValueError, KeyError, IndexError, TypeError) as exc:
                     raise DocumentError(
                         Category.CONTEXT, f"malformed LLM response: {resp.text[:200]}"
                     ) from exc
+                used = _usage(body, payload, text)
+                with self._lock:
+                    self.tokens += used
                 return " ".join(str(text).split())
         raise AssertionError("unreachable")  # pragma: no cover
 

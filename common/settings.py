@@ -388,6 +388,62 @@ class RunSettings(_Section):
             "false = start parsers only once the plan has work."
         ),
     )
+    max_wall: float = Field(
+        0.0,
+        ge=0.0,
+        description=(
+            "Budget: seconds of wall time a refresh may take. Before each batch is embedded "
+            "and committed, a run whose elapsed time plus the batch's estimated time would "
+            "pass it stops cleanly: what is committed stays, the rest stays new/changed in "
+            "the ledger for the next run (exit code 3). 0 = no limit."
+        ),
+    )
+    max_embedded: int = Field(
+        0,
+        ge=0,
+        description=(
+            "Budget: chunks a refresh may send to the embedding model; a batch that would "
+            "pass it is committed only as far as its documents fit, then the run stops "
+            "cleanly (exit code 3). 0 = no limit."
+        ),
+    )
+    max_llm_tokens: int = Field(
+        0,
+        ge=0,
+        description=(
+            "Budget: LLM tokens (prompt + completion) a refresh may spend on contextual "
+            "prefixes (chunk.contextual='llm'); no document is started once the tokens "
+            "spent plus one document's estimate would pass it (exit code 3). 0 = no limit."
+        ),
+    )
+    max_cost: float = Field(
+        0.0,
+        ge=0.0,
+        description=(
+            "Budget: money a refresh may spend, priced by the cost.* settings (CPU/GPU "
+            "seconds measured, LLM tokens); checked before each batch like run.max_wall "
+            "(exit code 3). 0 = no limit."
+        ),
+    )
+
+
+class CostSettings(_Section):
+    """Prices for `corpusflow plan` and run.max_cost; 0 = unknown (no money shown)."""
+
+    cpu_hour: float = Field(
+        0.0, ge=0.0, description="Price of one CPU-hour (parse, chunk, write; embed on CPU)."
+    )
+    gpu_hour: float = Field(
+        0.0,
+        ge=0.0,
+        description="Price of one GPU-hour, charged for embedding when embed.device='cuda'.",
+    )
+    llm_per_mtok: float = Field(
+        0.0,
+        ge=0.0,
+        description="Price of one million LLM tokens (prompt + completion) of contextual prefixes.",
+    )
+    currency: str = Field("", description="Shown after amounts, e.g. 'USD'.")
 
 
 class CheckSettings(_Section):
@@ -460,6 +516,7 @@ class Settings(BaseSettings):
     run: RunSettings = Field(default_factory=RunSettings)
     check: CheckSettings = Field(default_factory=CheckSettings)
     search: SearchSettings = Field(default_factory=SearchSettings)
+    cost: CostSettings = Field(default_factory=CostSettings)
 
     @classmethod
     def settings_customise_sources(

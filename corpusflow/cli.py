@@ -96,6 +96,18 @@ def error_message(exc: BaseException) -> str:
     return text if isinstance(exc, expected) else f"{type(exc).__name__}: {text}"
 
 
+# A run a budget (run.max_wall, max_embedded, max_llm_tokens, max_cost) stopped early:
+# what it committed stays, the rest is left for the next run (docs/operations.md).
+EXIT_BUDGET = 3
+
+
+def _exit_if_stopped(report: dict[str, Any]) -> None:
+    """A run stopped by a budget says so on stderr and exits EXIT_BUDGET."""
+    if report.get("stopped_by"):
+        typer.secho(str(report.get("stop_reason", "")), fg=typer.colors.YELLOW, err=True)
+        raise typer.Exit(EXIT_BUDGET)
+
+
 def _fail(message: str, code: int = 2) -> Any:
     typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
     raise typer.Exit(code)
@@ -146,6 +158,9 @@ def _refresh(
     if here:
         engine.prestart_parsers()
     engine.prepare()
+    if engine.estimate is not None and engine.has_work:
+        for line in engine.estimate.lines():  # what the run is about to spend
+            typer.echo(line, err=True)
     api = None
     try:
         executor = _choose_executor(settings, engine.documents_to_process)
@@ -241,6 +256,8 @@ def _print_report(report: dict[str, Any]) -> None:
         )
     if report.get("check"):
         console.print(str(report["check"].get("summary", "")), markup=False)
+    if report.get("stopped_by"):
+        console.print(f"[yellow]{report['stop_reason']}[/]")
     console.print(
         f"table {report['chunk_table']} version {report['chunk_table_version']} · "
         f"model {report['model']} · elapsed {report['elapsed_s']:.1f}s"
@@ -283,6 +300,39 @@ def ingest(
         typer.echo(json.dumps(report, indent=2, default=str))
     else:
         _print_report(report)
+    _exit_if_stopped(report)
+
+
+@app.command("plan")
+def plan_cmd(
+    source: Annotated[
+        str, typer.Argument(help="The collection's source: a directory or s3://bucket/prefix.")
+    ],
+    db: DbOpt = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="Plan for this embedding model.")
+    ] = None,
+    config: ConfigOpt = None,
+    collection: CollectionOpt = None,
+    force_delete: Annotated[
+        bool, typer.Option("--force-delete", help="Plan as if the deletion guard were overridden.")
+    ] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the estimate as JSON.")] = False,
+) -> None:
+    """Say what a refresh of SOURCE would do and cost, without doing it: documents new,
+    changed, retried, re-chunked, deleted and unchanged; estimated pages, chunks,
+    embedding and LLM tokens, CPU seconds per stage, wall time, money (cost.*), and
+    which budget (run.max_*) would stop the run. Takes no lease and writes nothing."""
+    settings = _settings(config, db, model, collection)
+    configure_environment()
+    from corpusflow.estimate import preview
+
+    estimate = preview(source, settings, force_delete=force_delete)
+    if json_out:
+        typer.echo(json.dumps(estimate.to_dict(), indent=2, default=str))
+    else:
+        for line in estimate.lines():
+            typer.echo(line)
 
 
 @app.command()
@@ -524,6 +574,7 @@ def retry_failed(
     configure_environment()
     report = _run_flow(source, settings, lambda: _refresh(source, settings, only_failed=True))
     _print_report(report)
+    _exit_if_stopped(report)
 
 
 @app.command("accept-held")
@@ -555,6 +606,7 @@ def accept_held(
         typer.echo(json.dumps(report, indent=2, default=str))
     else:
         _print_report(report)
+    _exit_if_stopped(report)
 
 
 @app.command()

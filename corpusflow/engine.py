@@ -17,6 +17,7 @@ the collection's write lease.
 from __future__ import annotations
 
 import json
+import logging
 import queue
 import time
 import uuid
@@ -37,6 +38,16 @@ from common.errors import (
 )
 from common.settings import Settings
 from corpusflow.activation import Activation, Gate, load_check
+from corpusflow.estimate import (
+    WAIT,
+    Budget,
+    Estimate,
+    Rates,
+    RunRates,
+    describe_stop,
+    estimate_plan,
+    work_weights,
+)
 from corpusflow.executors import (
     Executor,
     InProcessExecutor,
@@ -66,6 +77,9 @@ if TYPE_CHECKING:
 
 Outcome = Processed | BaseException
 TIDY_EVERY_COMMITS = 64
+
+_log = logging.getLogger(__name__)
+WORK_BAR = "work (est. s)"
 
 
 def in_flight_limit(settings: Settings) -> int:
@@ -108,6 +122,15 @@ class RefreshEngine:
         self.commits = 0
         self.log: Callable[[str], None] = lambda message: None
         self.pool: ParserPool | None = None
+        # The plan's cost (corpusflow.estimate), the budgets and what this run measures.
+        self.estimate: Estimate | None = None
+        self.budget: Budget | None = None
+        self.rates: RunRates | None = None
+        self.stopped_by = ""  # the budget that stopped starting documents
+        self.halted = False  # a budget stopped the commits too
+        self._contextualizer: Any = None  # the run's LLM context provider, if here
+        # Each document's estimated seconds (estimate.work_weights): the progress bar's ETA.
+        self.weights: dict[str, float] = {}
 
     # -- the two halves ---------------------------------------------------------
     def prepare(self) -> RefreshEngine:
@@ -244,6 +267,16 @@ class RefreshEngine:
         report.rechunked = plan.count(PlanReason.RECHUNK)
         report.unchanged = plan.unchanged
         report.forgotten = len(plan.forgotten)
+        with self.timer.time("estimate"):
+            rates = Rates.load(store)
+            self.estimate = estimate_plan(
+                plan, settings, rates, spec.fingerprint, spec.name, fps.max_tokens
+            )
+        report.estimate = self.estimate.to_dict()
+        self.budget = Budget(
+            settings, rates, spec.fingerprint, spec.name, fps.max_tokens, self.started
+        )
+        self.rates = RunRates(spec.fingerprint)
         self.log(
             f"plan: {plan.listed} listed, {len(plan.work)} to process, "
             f"{plan.unchanged} unchanged, {len(plan.deleted)} deleted"
@@ -256,6 +289,10 @@ class RefreshEngine:
         assert self.plan is not None
         job, report, plan, timer = self.job, self.report, self.plan, self.timer
         store, spec, fps = job.store, job.spec, job.fps
+        if self.estimate is not None:  # the run's first step: what it is about to spend
+            for line in self.estimate.lines():
+                self.log(line)
+                _log.info(line)
         if plan.work:
             report.executor = getattr(executor, "name", type(executor).__name__)
             loop_start = time.perf_counter()
@@ -304,6 +341,7 @@ class RefreshEngine:
             )
         report.elapsed_s = time.time() - self.started
         report.stage_s = {k: round(v, 3) for k, v in timer.totals.items()}
+        self._finish_rates()
         store.runs.record(
             RunRecord(
                 run_id=report.run_id,
@@ -332,6 +370,13 @@ class RefreshEngine:
         batch_size = min(settings.storage.write_batch_docs, limit)
         job.progress.add("parse", len(work))
         job.progress.add("embed", None)
+        if self.budget is not None and job.progress.bar is not None:
+            # The ETA by work, not by document count: each document advances the bar by
+            # its estimated seconds (corpusflow.estimate.work_weights) once committed or failed.
+            b = self.budget
+            weights = work_weights(work, settings, b.rates, b.model, b.model_name, b.max_tokens)
+            self.weights = {w.file.doc_id: x for w, x in zip(work, weights, strict=True)}
+            job.progress.add(WORK_BAR, sum(weights))
         with timer.time("load_tokenizer"):
             start = getattr(executor, "start", None)
             if start is not None:
@@ -341,14 +386,18 @@ class RefreshEngine:
         batch: list[Processed] = []
         batch_no = 0
 
+        self._contextualizer = getattr(kit, "contextualizer", None)
+
         def add(done: Processed) -> None:
             nonlocal batch, batch_no
+            if self.halted:  # a budget stopped the commits: left for the next run
+                return
             batch.append(done)
             if done.parsed.status == "partial":
                 report.partial += 1
             if len(batch) >= batch_size:
                 batch_no += 1
-                self._commit(executor, str(batch_no), batch)
+                self._commit_within_budget(executor, str(batch_no), batch)
                 batch = []
 
         with timer.time("plan_reuse"):
@@ -372,10 +421,19 @@ class RefreshEngine:
             future = executor.submit(ProcessDocument(item, job.source, settings, job.fps, kit))
             future.add_done_callback(lambda f: finished.put((item, _outcome(f))))
 
-        pending = 0
+        pending = finished_n = 0
         exhausted = False
         while True:
-            while not exhausted and pending + len(batch) < limit:
+            while not exhausted and not self.stopped_by and pending + len(batch) < limit:
+                if self.budget is not None and self.budget.active:
+                    stop = self.budget.may_start(
+                        time.time(), self._llm_tokens(), finished_n, pending
+                    )
+                    if stop == WAIT:
+                        break
+                    if stop:
+                        self._stop(stop, halt=False)
+                        break
                 nxt = next(todo, None)
                 if nxt is None:
                     exhausted = True
@@ -387,20 +445,95 @@ class RefreshEngine:
             flush()
             item, outcome = finished.get()
             pending -= 1
+            finished_n += 1
             job.progress.advance("parse")
             if isinstance(outcome, BaseException):
                 self._stop_if_storage_full(outcome)
                 self.failures.append((item, _as_document_error(outcome, Category.INTERNAL)))
+                self._advance_work([item])
                 continue
             if outcome.from_cache:
                 report.parse_cache_hits += 1
             else:
                 report.parsed += 1
+            if self.rates is not None:
+                self.rates.document(outcome)
             add(outcome)
         flush()
-        if batch:
+        if batch and not self.halted:
             batch_no += 1
-            self._commit(executor, str(batch_no), batch)
+            self._commit_within_budget(executor, str(batch_no), batch)
+        left = len(work) - len(self.committed) - len(self.failures)
+        if self.stopped_by and left > 0:  # a budget met after the last document: finished
+            report.stopped_by = f"run.{self.stopped_by}"
+            report.left = left
+            report.stop_reason = describe_stop(self.stopped_by, settings, report.left)
+            self.log(report.stop_reason)
+            _log.warning(report.stop_reason)
+
+    # -- budgets ----------------------------------------------------------------------
+    def _advance_work(self, items: list[WorkItem]) -> None:
+        if self.weights:
+            done = sum(self.weights.get(i.file.doc_id, 0.0) for i in items)
+            self.job.progress.advance(WORK_BAR, done)
+
+    def _llm_tokens(self) -> int:
+        return int(getattr(self._contextualizer, "tokens", 0) or 0)
+
+    def _stop(self, budget: str, halt: bool) -> None:
+        """A budget stops the run: no document is started any more, and with ``halt``
+        nothing more is committed (documents in flight are left for the next run)."""
+        self.stopped_by = self.stopped_by or budget
+        self.halted = self.halted or halt
+
+    def _commit_within_budget(self, executor: Executor, label: str, batch: list[Processed]) -> None:
+        """Commit ``batch``, or as many of its documents (in order) as the budgets allow;
+        a batch cut short stops the run."""
+        budget, rates = self.budget, self.rates
+        if budget is None or rates is None or not budget.active:
+            self._commit(executor, label, batch)
+            return
+        spent_cpu = rates.cpu_s + rates.write["write_s"]
+        fits = ""
+        take = len(batch)
+        while take:
+            chunks = sum(len(p.chunks.children) for p in batch[:take])
+            fits = budget.fits(
+                time.time(),
+                self.report.embedded,
+                chunks,
+                spent_cpu,
+                rates.embed["embed_s"],
+                self._llm_tokens(),
+            )
+            if not fits:
+                break
+            take -= 1
+        if take:
+            self._commit(executor, label, batch[:take])
+        if take < len(batch):
+            self._stop(fits or "max_embedded", halt=True)
+
+    def _finish_rates(self) -> None:
+        """The run's measurements into its report, for the plans after it."""
+        if self.rates is None:
+            return
+        rates = self.rates
+        rates.llm["tokens"] = float(self._llm_tokens())
+        rates.llm["requests"] = float(getattr(self._contextualizer, "calls", 0) or 0)
+        self.report.llm_tokens = self._llm_tokens()
+        out = rates.to_dict()
+        totals = self.timer.totals
+        if self.report.parsed or self.report.embedded:
+            parse_s = sum(f.get("parse_s", 0.0) for f in rates.formats.values())
+            chunk_s = sum(f.get("chunk_s", 0.0) for f in rates.formats.values())
+            busy = (
+                parse_s / max(1, self.settings.parse.workers)
+                + chunk_s
+                + totals.get("embed_write", 0.0)
+            )
+            out["overhead_s"] = round(max(0.0, self.report.elapsed_s - busy), 3)
+        self.report.rates = out
 
     def _commit(self, executor: Executor, label: str, batch: list[Processed]) -> None:
         """Embed and commit a batch; a batch that fails is split so only the documents
@@ -409,7 +542,17 @@ class RefreshEngine:
         result = _outcome(executor.submit(WriteBatch(label, batch, self.job)))
         self.timer.add("embed_write", time.perf_counter() - start)
         if not isinstance(result, BaseException):
+            if self.rates is not None:
+                tokens = sum(c.n_tokens for p in batch for c in p.chunks.children)
+                self.rates.batch(
+                    result.chunks,
+                    tokens,
+                    result.embedded,
+                    result.embed_s,
+                    max(0.0, time.perf_counter() - start - result.embed_s - result.load_s),
+                )
             self.committed.extend((p.item.file, p.item.sha256) for p in batch)
+            self._advance_work([p.item for p in batch])
             self.report.chunks_written += result.chunks
             self.report.embedded += result.embedded
             self.report.embed_cache_hits += result.cache_hits
@@ -432,6 +575,7 @@ class RefreshEngine:
                 self._commit(executor, f"{label}.{i}", [p])
             return
         self.failures.append((batch[0].item, _as_document_error(result, Category.EMBEDDING)))
+        self._advance_work([batch[0].item])
 
     def _stop_if_storage_full(self, exc: BaseException) -> None:
         """A full disk is not the document's fault: stop the run instead of failing documents."""

@@ -29,13 +29,20 @@ class Progress:
         self.bar: Any = None
         self.tasks: dict[str, Any] = {}
         if enabled and sys.stdout.isatty():
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
 
             self.bar = Progress(
                 "[progress.description]{task.description}",
                 BarColumn(),
                 MofNCompleteColumn(),
                 TimeElapsedColumn(),
+                TimeRemainingColumn(),
                 transient=False,
             )
 
@@ -48,11 +55,11 @@ class Progress:
         if self.bar is not None:
             self.bar.stop()
 
-    def add(self, name: str, total: int | None) -> None:
+    def add(self, name: str, total: float | None) -> None:
         if self.bar is not None:
             self.tasks[name] = self.bar.add_task(name, total=total)
 
-    def advance(self, name: str, n: int = 1) -> None:
+    def advance(self, name: str, n: float = 1) -> None:
         if self.bar is not None and name in self.tasks:
             self.bar.advance(self.tasks[name], n)
 

@@ -9,6 +9,7 @@ process), and ``corpusflow chunks`` builds one to show a file's chunks.
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,6 +86,15 @@ def process_document(
     item: WorkItem, source: Source, settings: Settings, fps: Fingerprints, kit: StageKit
 ) -> Processed:
     """Parse (isolated, or from the parse cache) and chunk one document."""
+    start = time.perf_counter()
     parsed, cached = parse_document(item, source, kit.store, settings, fps, kit.pool.parse)
+    parsed_at = time.perf_counter()
     chunks = chunk_parsed(item, parsed, kit.tokenizer, settings, fps, kit.contextualizer)
-    return Processed(item=item, parsed=parsed, chunks=chunks, from_cache=cached)
+    return Processed(
+        item=item,
+        parsed=parsed,
+        chunks=chunks,
+        from_cache=cached,
+        parse_s=0.0 if cached else parsed_at - start,
+        chunk_s=time.perf_counter() - parsed_at,
+    )

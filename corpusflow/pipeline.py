@@ -168,6 +168,10 @@ class Processed:
     parsed: ParsedDocument
     chunks: ChunkSet
     from_cache: bool
+    # Seconds this document took: parsing (0 from the parse cache) and chunking
+    # (LLM requests for contextual prefixes included): the runs' rates (corpusflow.estimate).
+    parse_s: float = 0.0
+    chunk_s: float = 0.0
 
 
 def parse_document(
@@ -498,6 +502,17 @@ class RunReport:
     executor: str = ""  # the name of the executor that processed the documents
     elapsed_s: float = 0.0
     stage_s: dict[str, float] = field(default_factory=dict)
+    # What this run measured, per format and per model, for later plans
+    # (corpusflow.estimate.Rates.to_dict); read back from the runs table.
+    rates: dict[str, Any] = field(default_factory=dict)
+    # The plan's estimate made before the run started (corpusflow.estimate.Estimate.to_dict).
+    estimate: dict[str, Any] = field(default_factory=dict)
+    # The budget (run.max_*) that stopped the run early, "" when it finished, and what
+    # it left for the next run: documents still new/changed, and why.
+    stopped_by: str = ""
+    stop_reason: str = ""
+    left: int = 0
+    llm_tokens: int = 0  # LLM tokens spent on contextual prefixes (chunk.contextual='llm')
     failures: list[dict[str, str]] = field(default_factory=list)
     # The retrieval check (before/after figures, changed questions, whether it undid
     # the run); empty when no question set is configured.

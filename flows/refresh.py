@@ -230,6 +230,12 @@ def _held_row(hold: dict[str, Any]) -> dict[str, str]:
     }
 
 
+def _estimate_lines(report: RunReport) -> list[str]:
+    from corpusflow.estimate import Estimate
+
+    return Estimate(report.estimate).lines() if report.estimate else []
+
+
 def _publish(report: RunReport, settings: Settings) -> None:
     """Keyed artifacts for the Prefect UI: failed documents, documents held by the
     retrieval check, a run summary and, when a question set is configured, the check."""
@@ -269,10 +275,13 @@ def _publish(report: RunReport, settings: Settings) -> None:
         ),
     )
     stages = "\n".join(f"| {k} | {v:.2f} |" for k, v in report.stage_s.items())
+    # What the run expected to spend (corpusflow.estimate), and the budget that stopped it.
+    plan = "".join(f"- {line}\n" for line in _estimate_lines(report))
+    stopped = f"**{report.stop_reason}**\n\n" if report.stopped_by else ""
     create_markdown_artifact(
         key=f"refresh-summary-{key}",
         markdown=(
-            f"# Refresh {report.run_id}\n\n"
+            f"# Refresh {report.run_id}\n\n{stopped}"
             "| new | changed | retried | rechunked | unchanged | deleted | failed | partial "
             "| held | chunks | embedded | embedding-cache hits |\n"
             "|---|---|---|---|---|---|---|---|---|---|---|---|\n"
@@ -282,6 +291,7 @@ def _publish(report: RunReport, settings: Settings) -> None:
             f"| {report.chunks_written} | {report.embedded} | {report.embed_cache_hits} |\n\n"
             f"Table `{report.chunk_table}` version {report.chunk_table_version}; model {report.model}; "
             f"{report.elapsed_s:.1f} s\n\n| stage | seconds |\n|---|---|\n{stages}\n"
+            + (f"\n## Plan and estimate\n\n{plan}" if plan else "")
         ),
     )
     if report.check:

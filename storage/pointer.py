@@ -175,6 +175,26 @@ class RunLog:
         rows = self.tables.rows(self.tables.name("runs"))
         return RunRecord.from_row(max(rows, key=lambda r: r["finished_at"])) if rows else None
 
+    def recent(self, limit: int) -> list[RunRecord]:
+        """The collection's last ``limit`` runs, newest first (the plan's rates come from
+        their reports: corpusflow.estimate)."""
+        name = self.tables.name("runs")
+        if self.tables.find(name) is None:
+            return []
+        # Two small columns of every run to pick the newest, then only their rows: a
+        # collection refreshed nightly for years does not read every report back.
+        ids = self.tables.read_columns(name, ["run_id", "finished_at"]).to_pylist()
+        ids.sort(key=lambda r: r["finished_at"], reverse=True)
+        wanted = [r["run_id"] for r in ids[:limit]]
+        if not wanted:
+            return []
+        quoted = ", ".join("'" + w.replace("'", "''") + "'" for w in wanted)
+        rows = self.tables.read_columns(
+            name, RUNS_SCHEMA.names, where=f"run_id IN ({quoted})"
+        ).to_pylist()
+        rows.sort(key=lambda r: r["finished_at"], reverse=True)
+        return [RunRecord.from_row(r) for r in rows]
+
     def record_erasure(self, row: Mapping[str, Any]) -> None:
         table = self.tables.open_or_create(self.tables.name("erasures"), ERASURES_SCHEMA)
         table.add(pa.Table.from_pylist([dict(row)], schema=ERASURES_SCHEMA))
