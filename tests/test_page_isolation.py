@@ -1,0 +1,174 @@
+"""A bad page costs a page, not the document (parsers/pages.py, parsers/isolation.py).
+
+Faults are injected with ``ParserPool(target=...)``: the targets below run in the
+spawned parser children and misbehave when the PDF they are given holds a marked page
+(a page that says HANG-HERE or MEMORY-HOG, or a 500 x 500 pt page, which has no text);
+otherwise they run the real parser. Page ranges are given to them as PDFs of their
+own, so a range fails exactly when it holds the bad page.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from common.settings import ParseSettings
+from parsers import ParsedDocument, ParseError, ParserPool
+from parsers.errors import Category
+from parsers.pages import batch_ranges, range_deadline, split_range
+from tests.helpers.pdfgen import write_pdf
+
+CRASH_SIZE = (500.0, 500.0)
+
+
+def _marks(path: Path) -> tuple[str, list[tuple[float, float]]]:
+    import pypdfium2 as pdfium
+
+    pdf = pdfium.PdfDocument(str(path))
+    try:
+        text = "".join(pdf[i].get_textpage().get_text_range() for i in range(len(pdf)))
+        sizes = [tuple(pdf[i].get_size()) for i in range(len(pdf))]
+    finally:
+        pdf.close()
+    return text, sizes  # type: ignore[return-value]
+
+
+def faulty_parse(path: Path, settings: ParseSettings, metadata: dict[str, Any]) -> ParsedDocument:
+    """Hangs, aborts or eats memory on a marked page; else the real parser."""
+    text, sizes = _marks(Path(path))
+    if "HANG-HERE" in text:
+        time.sleep(3600)
+    if CRASH_SIZE in sizes:
+        os.abort()
+    if "MEMORY-HOG" in text:
+        hog = []
+        for _ in range(64):  # up to 4 GiB, written so it is resident; the cap stops it
+            hog.append(bytearray(b"x") * (64 << 20))
+            time.sleep(0.02)
+        time.sleep(3600)
+    from parsers.registry import parse_file
+
+    return parse_file(path, settings, metadata)
+
+
+def _pages(n: int, bad: int, mark: str) -> list[list[tuple[int, str]]]:
+    pages = []
+    for p in range(1, n + 1):
+        lines = [(10, f"Page {p} line {k}: inspection record {p * 100 + k}.") for k in (1, 2)]
+        if p == bad:
+            lines.append((10, mark))
+        pages.append(lines)
+    return pages
+
+
+def _with_blank_page(path: Path, n: int, bad: int) -> Path:
+    """An n-page PDF whose page ``bad`` is a 500 x 500 pt page with no text at all."""
+    import pypdfium2 as pdfium
+
+    write_pdf(path, _pages(n, 0, ""))
+    pdf = pdfium.PdfDocument(str(path))
+    pdf.del_page(bad - 1)
+    pdf.new_page(*CRASH_SIZE, index=bad - 1).close()
+    out = path.with_name(path.stem + "-x.pdf")
+    pdf.save(str(out))
+    pdf.close()
+    out.replace(path)
+    return path
+
+
+def _settings(tmp_path: Path, **kw: Any) -> ParseSettings:
+    base: dict[str, Any] = {
+        "timeout_s": 20,
+        "page_timeout_min_s": 4,
+        "nice": 0,
+        "ocr": False,
+        "pdf_pipeline": "offline",
+        "repro_dir": str(tmp_path / "repro"),
+    }
+    return ParseSettings(**{**base, **kw})
+
+
+def test_ranges_split_in_halves_then_single_pages() -> None:
+    assert split_range(1, 600) == [(1, 300), (301, 600)]
+    assert split_range(301, 600) == [(301, 450), (451, 600)]
+    assert split_range(5, 12) == [(p, p) for p in range(5, 13)]
+    assert split_range(7, 7) == []
+    assert batch_ranges(450, 200) == [(1, 200), (201, 400), (401, 450)]
+    assert batch_ranges(150, 200) == [(1, 150)]
+    assert batch_ranges(10, 0) == [(1, 10)]
+    settings = ParseSettings(timeout_s=300, page_timeout_min_s=20)
+    assert range_deadline(settings, 300, 600) == 150
+    assert range_deadline(settings, 1, 600) == 20
+
+
+def test_hung_page_is_read_by_the_text_layer_and_the_rest_parsed(tmp_path: Path) -> None:
+    pdf = write_pdf(tmp_path / "hang.pdf", _pages(8, 5, "HANG-HERE"))
+    settings = _settings(tmp_path, timeout_s=4, page_timeout_min_s=2)
+    start = time.monotonic()
+    with ParserPool(settings, target=f"{__name__}:faulty_parse") as pool:
+        doc = pool.parse(pdf)
+    took = time.monotonic() - start
+    assert doc.status == "partial" and doc.missing_pages == ()
+    assert doc.page_count == 8
+    for p in range(1, 9):
+        assert f"Page {p} line 1" in doc.markdown
+    degraded = [w for w in doc.warnings if w.source == "page-isolation" and w.page == 5]
+    assert degraded and "text layer" in degraded[0].message
+    assert "timeout" in degraded[0].message
+    # page numbers are the original ones
+    pages = {prov.page_no for item in doc.to_docling().texts for prov in item.prov}
+    assert pages == set(range(1, 9))
+    assert not (tmp_path / "repro").exists()  # nothing missing: no bundle
+    print(f"hang isolated in {took:.1f}s")
+
+
+def test_page_that_crashes_the_child_is_missing_with_a_bundle(tmp_path: Path) -> None:
+    pdf = _with_blank_page(tmp_path / "crash.pdf", 8, 3)
+    settings = _settings(tmp_path)
+    with ParserPool(settings, target=f"{__name__}:faulty_parse") as pool:
+        doc = pool.parse(pdf)
+        # the pool goes on with the next document
+        other = write_pdf(tmp_path / "fine.pdf", _pages(2, 0, ""))
+        assert "Page 2 line 1" in pool.parse(other).markdown
+    assert doc.status == "partial" and doc.missing_pages == (3,)
+    for p in (1, 2, 4, 5, 6, 7, 8):
+        assert f"Page {p} line 1" in doc.markdown
+    bundles = list((tmp_path / "repro").glob("*/page-00003.*"))
+    assert sorted(b.suffix for b in bundles) == [".json", ".pdf"]
+    info = json.loads(next(b for b in bundles if b.suffix == ".json").read_text())
+    assert info["page"] == 3 and info["page_pdf"] == "page-00003.pdf"
+    assert [e["backend"] for e in info["errors"]] == ["structured", "text"]
+    assert info["errors"][0]["category"] == "crashed"
+    assert "pypdfium2" in info["versions"]
+    import pypdfium2 as pdfium
+
+    page_pdf = pdfium.PdfDocument(str(next(b for b in bundles if b.suffix == ".pdf")))
+    assert len(page_pdf) == 1 and tuple(page_pdf[0].get_size()) == CRASH_SIZE
+    page_pdf.close()
+
+
+def test_page_over_the_memory_cap_is_isolated(tmp_path: Path) -> None:
+    pdf = write_pdf(tmp_path / "hog.pdf", _pages(6, 2, "MEMORY-HOG"))
+    settings = _settings(tmp_path, memory_limit_mb=1200)
+    with ParserPool(settings, target=f"{__name__}:faulty_parse") as pool:
+        doc = pool.parse(pdf)
+    assert doc.status == "partial" and doc.missing_pages == ()
+    assert all(f"Page {p} line 1" in doc.markdown for p in range(1, 7))
+    degraded = [w for w in doc.warnings if w.source == "page-isolation" and w.page == 2]
+    assert degraded and "out_of_memory" in degraded[0].message
+
+
+def test_isolation_off_fails_the_whole_document(tmp_path: Path) -> None:
+    pdf = _with_blank_page(tmp_path / "crash.pdf", 4, 2)
+    settings = _settings(tmp_path, page_isolation=False)
+    with (
+        ParserPool(settings, target=f"{__name__}:faulty_parse") as pool,
+        pytest.raises(ParseError) as err,
+    ):
+        pool.parse(pdf)
+    assert err.value.category == Category.CRASHED
