@@ -40,7 +40,9 @@ def _marks(path: Path) -> tuple[str, list[tuple[float, float]]]:
 
 def faulty_parse(path: Path, settings: ParseSettings, metadata: dict[str, Any]) -> ParsedDocument:
     """Hangs, aborts or eats memory on a marked page; else the real parser."""
-    text, sizes = _marks(Path(path))
+    from parsers.pages import is_pdf
+
+    text, sizes = _marks(Path(path)) if is_pdf(Path(path)) else ("", [])
     if "HANG-HERE" in text:
         time.sleep(3600)
     if CRASH_SIZE in sizes:
@@ -172,3 +174,76 @@ def test_isolation_off_fails_the_whole_document(tmp_path: Path) -> None:
     ):
         pool.parse(pdf)
     assert err.value.category == Category.CRASHED
+
+
+def test_page_batch_parses_long_pdfs_in_ranges_with_original_page_numbers(
+    tmp_path: Path,
+) -> None:
+    pdf = write_pdf(tmp_path / "long.pdf", _pages(7, 0, ""))
+    settings = _settings(tmp_path, page_batch=3)
+    with ParserPool(settings) as pool:
+        doc = pool.parse(pdf)
+    assert doc.status == "success" and doc.missing_pages == () and doc.page_count == 7
+    texts = doc.to_docling().texts
+    assert [t.prov[0].page_no for t in texts if "line 1" in t.text] == list(range(1, 8))
+    assert all(
+        f"Page {p} line 2" in t.text
+        for p, t in enumerate((t for t in texts if "line 2" in t.text), start=1)
+    )
+    assert sorted(doc.to_docling().pages) == list(range(1, 8))
+
+
+def test_a_bad_page_through_a_real_refresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine's parser pool runs the faulty target (its default target swapped): the
+    crashing page is missing, every other page is indexed, the document is ``partial``
+    in the ledger, the other document of the run is indexed, nothing is lost; ``forget``
+    removes the page's repro bundle."""
+    from common.settings import load_settings
+    from corpusflow.api import forget
+    from corpusflow.engine import InProcessExecutor, RefreshEngine
+    from storage import Store
+    from tests.helpers.invariants import assert_nothing_lost
+
+    monkeypatch.setattr(ParserPool.__init__, "__defaults__", (f"{__name__}:faulty_parse", True))
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    _with_blank_page(corpus / "manual.pdf", 8, 3)
+    (corpus / "notes.md").write_text("# Notes\n\nThe turbine inspection is due in March.\n")
+    repro = tmp_path / "repro"
+    settings = load_settings(
+        None,
+        {
+            "storage": {"db": str(tmp_path / "db")},
+            "run": {"progress": False},
+            "parse": {
+                "timeout_s": 20,
+                "page_timeout_min_s": 4,
+                "nice": 0,
+                "ocr": False,
+                "repro_dir": str(repro),
+            },
+        },
+    )
+    report = RefreshEngine(str(corpus), settings).refresh(InProcessExecutor())
+    assert report.failed == 0 and report.partial == 1
+    rows = assert_nothing_lost(settings, str(corpus))
+    row = rows["manual.pdf"]
+    assert (row["status"], row["error_category"]) == ("indexed", "partial")
+    assert "pages not read: 3" in row["error_message"]
+    assert rows["notes.md"]["status"] == "indexed"
+    store = Store(str(tmp_path / "db"))
+    table = next(n for n in store.table_names() if n.startswith(store.name("chunks") + "__"))
+    pages = store.read_columns(table, ["page_numbers"], "path = 'manual.pdf'")
+    assert {p for ps in pages.column("page_numbers").to_pylist() for p in ps} == {
+        1,
+        2,
+        4,
+        5,
+        6,
+        7,
+        8,
+    }
+    assert len(list(repro.glob("*/page-00003.pdf"))) == 1
+    receipt = forget(["manual.pdf"], settings)
+    assert any("repro bundle" in note for note in receipt["notes"])
+    assert not list(repro.glob("*/page-*"))
