@@ -165,7 +165,8 @@ class ParseSettings(_Section):
         gt=0,
         description=(
             "Floor of a page range's deadline: a range gets parse.timeout_s x its share of "
-            "the document's pages, at least this. Also the deadline of each per-page fallback."
+            "the document's pages, at least this, at most parse.timeout_s. Also the deadline "
+            "of each per-page fallback (text layer, OCR)."
         ),
     )
     repro_dir: str = Field(

@@ -58,6 +58,7 @@ from parsers.pages import (
     content_key,
     is_pdf,
     merge_parts,
+    page_deadline,
     range_deadline,
     split_range,
     write_bundle_json,
@@ -470,7 +471,7 @@ class ParserPool:
         """Parse a PDF in page ranges; see ``parsers.pages``. ``first_error``: why the
         whole-document parse failed (None: it was split by ``parse.page_batch``)."""
         settings = self.settings
-        floor = settings.page_timeout_min_s
+        floor = page_deadline(settings)
         try:
             count = int(self._job(slot, str(path), metadata, {"kind": "count"}, floor))
         except ParseError as exc:
@@ -556,7 +557,7 @@ class ParserPool:
         outcome: PageOutcome,
     ) -> None:
         """Read one page the structured parser failed on: raw text layer, then OCR."""
-        floor = self.settings.page_timeout_min_s
+        floor = page_deadline(self.settings)
         chain = ["text", "ocr"] if self.settings.ocr else ["text"]
         for kind in chain:
             try:
@@ -605,7 +606,7 @@ class ParserPool:
                     str(path),
                     metadata,
                     {"kind": "extract", "page": page, "out": str(page_pdf)},
-                    self.settings.page_timeout_min_s,
+                    page_deadline(self.settings),
                 )
                 saved = page_pdf.name
             except (ParseError, OSError) as exc:

@@ -72,9 +72,15 @@ def batch_ranges(page_count: int, batch: int) -> list[tuple[int, int]]:
 
 def range_deadline(settings: ParseSettings, pages: int, page_count: int) -> float:
     """A range's wall-clock limit: its share of ``parse.timeout_s``, at least
-    ``parse.page_timeout_min_s``."""
+    ``parse.page_timeout_min_s``, never more than ``parse.timeout_s`` itself."""
     share = settings.timeout_s * pages / max(page_count, 1)
-    return max(settings.page_timeout_min_s, share)
+    return min(settings.timeout_s, max(settings.page_timeout_min_s, share))
+
+
+def page_deadline(settings: ParseSettings) -> float:
+    """The limit of a one-page fallback job (and of the page count and page extraction):
+    ``parse.page_timeout_min_s``, never more than ``parse.timeout_s``."""
+    return min(settings.timeout_s, settings.page_timeout_min_s)
 
 
 # --- the child's side ---------------------------------------------------------------
@@ -202,13 +208,13 @@ def run_task(
     """
     kind = task["kind"]
     if kind == "count":
-        import pypdfium2 as pdfium
+        from parsers.safety import check_pdf, precheck
 
-        pdf = pdfium.PdfDocument(str(path))
-        try:
-            return str(len(pdf))
-        finally:
-            pdf.close()
+        # Every pre-check a whole-document parse runs (encrypted, over parse.max_pages,
+        # ...), so a PDF parsed in ranges from the start is refused the same way.
+        if precheck(path, settings) != "pdf":
+            raise ParseError(Category.UNSUPPORTED, "not a PDF: no page ranges")
+        return str(check_pdf(path, settings))
     if kind == "extract":
         _extract(path, task["page"], task["page"], Path(task["out"]))
         return ""

@@ -106,6 +106,8 @@ def test_ranges_split_in_halves_then_single_pages() -> None:
     settings = ParseSettings(timeout_s=300, page_timeout_min_s=20)
     assert range_deadline(settings, 300, 600) == 150
     assert range_deadline(settings, 1, 600) == 20
+    # never more than the whole document's limit
+    assert range_deadline(ParseSettings(timeout_s=5, page_timeout_min_s=20), 1, 600) == 5
 
 
 def test_hung_page_is_read_by_the_text_layer_and_the_rest_parsed(tmp_path: Path) -> None:
@@ -180,9 +182,13 @@ def test_page_batch_parses_long_pdfs_in_ranges_with_original_page_numbers(
     tmp_path: Path,
 ) -> None:
     pdf = write_pdf(tmp_path / "long.pdf", _pages(7, 0, ""))
-    settings = _settings(tmp_path, page_batch=3)
+    settings = _settings(tmp_path, page_batch=3, max_pages=10)
     with ParserPool(settings) as pool:
         doc = pool.parse(pdf)
+        # the whole document's pre-checks still apply
+        with pytest.raises(ParseError) as err:
+            pool.parse(write_pdf(tmp_path / "too_long.pdf", _pages(12, 0, "")))
+        assert err.value.category == Category.TOO_LARGE and "12 pages" in err.value.message
     assert doc.status == "success" and doc.missing_pages == () and doc.page_count == 7
     texts = doc.to_docling().texts
     assert [t.prov[0].page_no for t in texts if "line 1" in t.text] == list(range(1, 8))
