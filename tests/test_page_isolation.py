@@ -24,6 +24,7 @@ from parsers.pages import batch_ranges, range_deadline, split_range
 from tests.helpers.pdfgen import write_pdf
 
 CRASH_SIZE = (500.0, 500.0)
+SCAN_SIZE = (595.2000122070312, 841.9199829101562)  # samples/corpus/scanned_incident_report.pdf
 
 
 def _marks(path: Path) -> tuple[str, list[tuple[float, float]]]:
@@ -45,7 +46,7 @@ def faulty_parse(path: Path, settings: ParseSettings, metadata: dict[str, Any]) 
     text, sizes = _marks(Path(path)) if is_pdf(Path(path)) else ("", [])
     if "HANG-HERE" in text:
         time.sleep(3600)
-    if CRASH_SIZE in sizes:
+    if CRASH_SIZE in sizes or SCAN_SIZE in sizes:
         os.abort()
     if "MEMORY-HOG" in text:
         hog = []
@@ -165,6 +166,32 @@ def test_page_over_the_memory_cap_is_isolated(tmp_path: Path) -> None:
     assert all(f"Page {p} line 1" in doc.markdown for p in range(1, 7))
     degraded = [w for w in doc.warnings if w.source == "page-isolation" and w.page == 2]
     assert degraded and "out_of_memory" in degraded[0].message
+
+
+def test_a_scanned_page_that_crashes_the_parser_is_read_by_ocr(
+    tmp_path: Path, samples_dir: Path
+) -> None:
+    """Structured parse aborts, the page has no text layer, OCR reads it (degraded)."""
+    import pypdfium2 as pdfium
+
+    text = pdfium.PdfDocument(str(write_pdf(tmp_path / "text.pdf", _pages(3, 0, ""))))
+    scan = pdfium.PdfDocument(str(samples_dir / "scanned_incident_report.pdf"))
+    text.import_pages(scan, [0], index=1)
+    text.save(str(tmp_path / "mixed.pdf"))
+    text.close()
+    scan.close()
+    settings = _settings(tmp_path, ocr=True, page_timeout_min_s=15)
+    with ParserPool(settings, target=f"{__name__}:faulty_parse") as pool:
+        doc = pool.parse(tmp_path / "mixed.pdf")
+    assert doc.status == "partial" and doc.missing_pages == () and doc.page_count == 4
+    degraded = [w for w in doc.warnings if w.source == "page-isolation" and w.page == 2]
+    assert degraded and "OCR" in degraded[0].message and "crashed" in degraded[0].message
+    ocr_text = " ".join(t.text for t in doc.to_docling().texts if t.prov and t.prov[0].page_no == 2)
+    assert len(ocr_text.split()) > 20  # the scan's words, on page 2
+    on_page = {
+        t.text.split(" line")[0]: t.prov[0].page_no for t in doc.to_docling().texts if t.prov
+    }
+    assert (on_page["Page 1"], on_page["Page 2"], on_page["Page 3"]) == (1, 3, 4)
 
 
 def test_isolation_off_fails_the_whole_document(tmp_path: Path) -> None:
