@@ -141,6 +141,43 @@ class ParseSettings(_Section):
             "PDF pipeline; empty = docling's default cache. See docs/operations.md."
         ),
     )
+    page_isolation: bool = Field(
+        True,
+        description=(
+            "A PDF whose parse crashed, timed out or ran out of memory is parsed again in "
+            "page ranges (a failing range is halved until the bad pages are isolated); "
+            "those pages are read by the raw text layer, then OCR, or listed as missing, "
+            "and the document is indexed as partial. Off: the whole document fails."
+        ),
+    )
+    page_batch: int = Field(
+        0,
+        ge=0,
+        description=(
+            "PDFs with more pages than this are always parsed in ranges of this many pages "
+            "(each range in the parser process, with its own deadline); 0 = parse whole and "
+            "split only after a failure. Ranges lose the PDF outline's headings and "
+            "paragraphs that cross a range boundary."
+        ),
+    )
+    page_timeout_min_s: float = Field(
+        20.0,
+        gt=0,
+        description=(
+            "Floor of a page range's deadline: a range gets parse.timeout_s x its share of "
+            "the document's pages, at least this, at most parse.timeout_s. Also the deadline "
+            "of each per-page fallback (text layer, OCR)."
+        ),
+    )
+    repro_dir: str = Field(
+        "",
+        description=(
+            "Folder for repro bundles of pages that every backend failed on (the page as "
+            "a one-page PDF and a JSON with each backend's error, versions and settings), "
+            "in <content sha256 prefix>/page-N.*. Empty = off: a bundle copies document "
+            "content, so keeping it is opt-in; corpusflow forget removes a document's bundles."
+        ),
+    )
     zip_max_members: int = Field(
         10_000, description="ZIP container pre-check (office, OpenDocument, EPUB): member cap."
     )

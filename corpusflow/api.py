@@ -533,10 +533,14 @@ def forget(paths: Sequence[str], settings: Settings, source: str | None = None) 
     source-relative, as the ledger and search results show them; give ``source`` to
     accept absolute paths under it and to learn which files are still there (a
     tombstone keeps those out of later refreshes)."""
+    from parsers.pages import remove_bundles
     from storage.erasure import forget as do_forget
 
+    def erase_bundles(shas: Sequence[str]) -> int:
+        return sum(remove_bundles(settings.parse.repro_dir, sha) for sha in shas)
+
     store = Store.from_settings(settings.storage)
-    return do_forget(store, paths, settings.storage, source).to_dict()
+    return do_forget(store, paths, settings.storage, source, erase_bundles).to_dict()
 
 
 def unforget(paths: Sequence[str], settings: Settings) -> list[str]:

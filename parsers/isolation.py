@@ -48,7 +48,21 @@ from typing import Any, cast
 from common import lifeline
 from common.settings import ParseSettings
 from parsers.errors import Category, ParseError
-from parsers.models import ParsedDocument
+from parsers.models import ParsedDocument, ParseWarning
+from parsers.pages import (
+    KILLED,
+    SOURCE,
+    PageOutcome,
+    batch_ranges,
+    bundle_folder,
+    content_key,
+    is_pdf,
+    merge_parts,
+    page_deadline,
+    range_deadline,
+    split_range,
+    write_bundle_json,
+)
 
 log = logging.getLogger(__name__)
 
@@ -122,10 +136,16 @@ def _child_main(
             # runs the parser libraries' teardown (thread pools, model sessions) for
             # seconds, which the pool would wait out and then kill anyway.
             os._exit(0)
-        path, metadata = job
+        path, metadata, *rest = job
+        task = rest[0] if rest else None
         try:
-            doc = parse_file(Path(path), settings, metadata)
-            conn.send(("ok", doc.to_json()))
+            if task is None:
+                doc = parse_file(Path(path), settings, metadata)
+                conn.send(("ok", doc.to_json()))
+            else:  # a page job of page isolation (parsers.pages)
+                from parsers.pages import run_task
+
+                conn.send(("ok", run_task(task, Path(path), settings, metadata, parse_file)))
         except ParseError as exc:
             conn.send(("err", exc.category.value, exc.message))
         except MemoryError:
@@ -400,33 +420,229 @@ class ParserPool:
             self._idle.put(worker)
 
     def parse(self, path: str | Path, metadata: dict[str, Any] | None = None) -> ParsedDocument:
-        """Parse one file in a child process; raises ParseError on any failure."""
+        """Parse one file in a child process; raises ParseError on any failure.
+
+        A PDF whose parse crashed, timed out or ran out of memory is parsed again in page
+        ranges (``parse.page_isolation``, ``parsers.pages``): it fails only when no page
+        could be read."""
         if self._closed:
             raise RuntimeError("ParserPool is closed")
-        worker = self._idle.get()
+        slot: list[_Worker | None] = [self._idle.get()]
         try:
-            if worker is None or not worker.alive():
-                worker = self._new_worker()
-            result, worker = self._run(worker, str(path), metadata or {})
-            return result
+            settings = self.settings
+            batched = settings.page_batch > 0 and is_pdf(Path(path))
+            if not batched:
+                try:
+                    return self._job(slot, str(path), metadata or {})
+                except ParseError as exc:
+                    if not (
+                        settings.page_isolation and exc.category in KILLED and is_pdf(Path(path))
+                    ):
+                        raise
+                    first_error: ParseError | None = exc
+            else:
+                first_error = None
+            return self._isolate(slot, Path(path), metadata or {}, first_error)
         finally:
-            self._idle.put(worker)
+            self._idle.put(slot[0])
+
+    def _job(
+        self,
+        slot: list[_Worker | None],
+        path: str,
+        metadata: dict[str, Any],
+        task: dict[str, Any] | None = None,
+        timeout_s: float | None = None,
+    ) -> Any:
+        """One job on the worker held in ``slot`` (started, or replaced when dead)."""
+        worker = slot[0]
+        if worker is None or not worker.alive():
+            worker = slot[0] = self._new_worker()
+        result, slot[0] = self._run(worker, path, metadata, task, timeout_s)
+        return result
+
+    def _isolate(
+        self,
+        slot: list[_Worker | None],
+        path: Path,
+        metadata: dict[str, Any],
+        first_error: ParseError | None,
+    ) -> ParsedDocument:
+        """Parse a PDF in page ranges; see ``parsers.pages``. ``first_error``: why the
+        whole-document parse failed (None: it was split by ``parse.page_batch``)."""
+        settings = self.settings
+        floor = page_deadline(settings)
+        try:
+            count = int(self._job(slot, str(path), metadata, {"kind": "count"}, floor))
+        except ParseError as exc:
+            if first_error is None:
+                raise
+            raise ParseError(
+                first_error.category, f"{first_error.message}; page count failed: {exc.message}"
+            ) from exc
+        outcome = PageOutcome()
+        if first_error is None:
+            todo = batch_ranges(count, settings.page_batch)
+            if len(todo) == 1:  # not over the batch size: a whole-document parse after all
+                try:
+                    return self._job(slot, str(path), metadata)
+                except ParseError as exc:
+                    if not (settings.page_isolation and exc.category in KILLED):
+                        raise
+                    first_error = exc
+                    todo = split_range(1, count)
+        else:
+            todo = split_range(1, count)
+        if first_error is not None:
+            outcome.warnings.append(
+                ParseWarning(
+                    SOURCE,
+                    f"whole-document parse failed ({first_error.category.value}: "
+                    f"{first_error.message}); parsed again in page ranges",
+                )
+            )
+            if count <= 1:
+                todo = []
+                outcome.errors[1] = [_error("structured", first_error)]
+                bad = [1]
+            else:
+                bad = []
+        else:
+            bad = []
+        log.info("%s: parsing %d pages in ranges %s", path.name, count, todo)
+        while todo:
+            first, last = todo.pop(0)
+            task = {"kind": "range", "first": first, "last": last}
+            try:
+                parsed = self._job(
+                    slot,
+                    str(path),
+                    metadata,
+                    task,
+                    range_deadline(settings, last - first + 1, count),
+                )
+            except ParseError as exc:
+                if exc.category == Category.EMPTY:  # nothing on these pages: read, not lost
+                    outcome.blank += list(range(first, last + 1))
+                    continue
+                if first == last:
+                    outcome.errors.setdefault(first, []).append(_error("structured", exc))
+                    bad.append(first)
+                    continue
+                log.info("%s: pages %d-%d failed (%s)", path.name, first, last, exc)
+                todo[:0] = split_range(first, last)
+                continue
+            outcome.parts.append((first, parsed))
+        for page in sorted(bad):
+            self._rescue(slot, path, metadata, page, count, outcome)
+        if outcome.missing and settings.repro_dir:
+            self._bundles(slot, path, metadata, count, outcome)
+        if not outcome.parts:
+            category = first_error.category if first_error else Category.CORRUPT
+            detail = first_error.message if first_error else "no page range could be parsed"
+            raise ParseError(
+                category, f"{detail}; page isolation read no page (missing {outcome.missing})"
+            )
+        from parsers.registry import _title
+
+        return merge_parts(path, outcome, count, metadata, _title)
+
+    def _rescue(
+        self,
+        slot: list[_Worker | None],
+        path: Path,
+        metadata: dict[str, Any],
+        page: int,
+        count: int,
+        outcome: PageOutcome,
+    ) -> None:
+        """Read one page the structured parser failed on: raw text layer, then OCR."""
+        floor = page_deadline(self.settings)
+        chain = ["text", "ocr"] if self.settings.ocr else ["text"]
+        for kind in chain:
+            try:
+                parsed = self._job(slot, str(path), metadata, {"kind": kind, "page": page}, floor)
+            except ParseError as exc:
+                outcome.errors.setdefault(page, []).append(_error(kind, exc))
+                continue
+            backend = "pypdfium2 text layer" if kind == "text" else "OCR"
+            first = outcome.errors.get(page, [{}])[0]
+            structured = f"{first.get('category', '')}: {first.get('error', '')}"
+            outcome.parts.append((page, parsed))
+            outcome.degraded[page] = backend
+            outcome.warnings.append(
+                ParseWarning(
+                    SOURCE,
+                    f"degraded: the structured parser failed on this page ({structured}); "
+                    f"read by the {backend} (plain text, no headings or tables)",
+                    page,
+                )
+            )
+            return
+        outcome.missing.append(page)
+        tried = "; ".join(f"{e['backend']}: {e['error']}" for e in outcome.errors.get(page, []))
+        outcome.warnings.append(
+            ParseWarning(SOURCE, f"missing: every backend failed ({tried})", page)
+        )
+
+    def _bundles(
+        self,
+        slot: list[_Worker | None],
+        path: Path,
+        metadata: dict[str, Any],
+        count: int,
+        outcome: PageOutcome,
+    ) -> None:
+        """A repro bundle per missing page under ``parse.repro_dir``: the page as a
+        one-page PDF (extracted in the child) and a JSON of every backend's error."""
+        folder = bundle_folder(self.settings.repro_dir, content_key(path))
+        for page in outcome.missing:
+            page_pdf = folder / f"page-{page:05d}.pdf"
+            errors = list(outcome.errors.get(page, []))
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+                self._job(
+                    slot,
+                    str(path),
+                    metadata,
+                    {"kind": "extract", "page": page, "out": str(page_pdf)},
+                    page_deadline(self.settings),
+                )
+                saved = page_pdf.name
+            except (ParseError, OSError) as exc:
+                errors.append({"backend": "extract", "category": "", "error": str(exc)})
+                saved = ""
+            try:
+                where = write_bundle_json(
+                    folder, page, path, count, errors, self.settings, saved, metadata
+                )
+            except OSError as exc:
+                log.warning("repro bundle for page %d of %s not written: %s", page, path, exc)
+                continue
+            outcome.warnings.append(ParseWarning(SOURCE, f"repro bundle: {where}", page))
 
     def _run(
-        self, worker: _Worker, path: str, metadata: dict[str, Any]
-    ) -> tuple[ParsedDocument, _Worker | None]:
+        self,
+        worker: _Worker,
+        path: str,
+        metadata: dict[str, Any],
+        task: dict[str, Any] | None = None,
+        timeout_s: float | None = None,
+    ) -> tuple[Any, _Worker | None]:
         limit = self.settings.memory_limit_mb * 1024 * 1024
+        job = (path, metadata) if task is None else (path, metadata, task)
         try:
             worker.wait_ready(_STARTUP_TIMEOUT_S)
-            worker.conn.send((path, metadata))
+            worker.conn.send(job)
         except (BrokenPipeError, OSError):
             worker.kill()
             worker = _Worker(self._ctx, self._settings_json, self.target, self.warm_up)
             worker.wait_ready(_STARTUP_TIMEOUT_S)
-            worker.conn.send((path, metadata))
+            worker.conn.send(job)
         # The deadline starts once the job is handed over: worker start-up
         # (imports) is not charged to the document.
-        deadline = time.monotonic() + self.settings.timeout_s
+        timeout = self.settings.timeout_s if timeout_s is None else timeout_s
+        deadline = time.monotonic() + timeout
         next_mem_check = 0.0
         while True:
             if worker.conn.poll(_POLL_S):
@@ -435,6 +651,8 @@ class ParserPool:
                 except (EOFError, OSError):
                     return self._crashed(worker)
                 if reply[0] == "ok":
+                    if task is not None and task["kind"] in ("count", "extract"):
+                        return reply[1], worker
                     return ParsedDocument.from_json(reply[1]), worker
                 raise ParseError(reply[1], reply[2])
             if not worker.alive():
@@ -444,7 +662,7 @@ class ParserPool:
                 worker.kill()
                 raise ParseError(
                     Category.TIMEOUT,
-                    f"parser exceeded {self.settings.timeout_s:g}s wall-clock limit and was killed",
+                    f"parser exceeded {timeout:g}s wall-clock limit and was killed",
                 )
             if now >= next_mem_check:
                 next_mem_check = now + 0.2
@@ -457,7 +675,7 @@ class ParserPool:
                         f"{self.settings.memory_limit_mb} MiB) and was killed",
                     )
 
-    def _crashed(self, worker: _Worker) -> tuple[ParsedDocument, _Worker | None]:
+    def _crashed(self, worker: _Worker) -> tuple[Any, _Worker | None]:
         worker.proc.join(timeout=5)
         code = worker.proc.exitcode
         worker.kill()
@@ -472,3 +690,7 @@ class ParserPool:
         if code == -signal.SIGKILL:
             detail += " (the kernel's OOM killer sends SIGKILL)"
         raise ParseError(Category.CRASHED, detail)
+
+
+def _error(backend: str, exc: ParseError) -> dict[str, str]:
+    return {"backend": backend, "category": exc.category.value, "error": exc.message}

@@ -43,7 +43,7 @@ import os
 import secrets
 import uuid
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -356,20 +356,32 @@ def resolve_paths(
 
 
 def forget(
-    store: Store, paths: Sequence[str], settings: StorageSettings, source: str | None = None
+    store: Store,
+    paths: Sequence[str],
+    settings: StorageSettings,
+    source: str | None = None,
+    erase_files: Callable[[Sequence[str]], int] | None = None,
 ) -> Receipt:
     """Erase the documents at ``paths`` (source-relative, as in the ledger; absolute
     paths under ``source`` too) from every table of the collection. Raises LookupError
-    when none of them is known."""
+    when none of them is known.
+
+    ``erase_files`` is given the content SHA-256s the documents were indexed under and
+    removes what outside the tables was kept by them (the parser's repro bundles);
+    it returns how many it removed (a note on the receipt)."""
     with collection_lease(settings):
         # A dead checked refresh's pinned, unchecked writes are undone first: erasure
         # prunes old versions, which would remove the versions readers are pinned to.
         store.pointer.recover_pin()
-        return _forget(store, paths, settings, source)
+        return _forget(store, paths, settings, source, erase_files)
 
 
 def _forget(
-    store: Store, paths: Sequence[str], settings: StorageSettings, source: str | None
+    store: Store,
+    paths: Sequence[str],
+    settings: StorageSettings,
+    source: str | None,
+    erase_files: Callable[[Sequence[str]], int] | None = None,
 ) -> Receipt:
     from storage.maintenance import ensure_indexes
 
@@ -416,6 +428,9 @@ def _forget(
     for name in kind("documents"):
         rows, n = _history_rows(store, name, ids, ["content_sha256"])
         shas.update(r["content_sha256"] for r in rows if r.get("content_sha256"))
+
+    if erase_files is not None and shas and (removed_files := erase_files(sorted(shas))):
+        receipt.notes.append(f"{removed_files} repro bundle folder(s) of the documents removed")
 
     # 2. Tombstones in every ledger (also those that never saw the documents: a table
     # being built must not add them either).

@@ -117,7 +117,8 @@ def test_pool_parses_in_child_and_survives_timeouts(samples_dir: Path, tmp_path:
     long_scan = pdfium.PdfDocument.new()
     long_scan.import_pages(scan, [0] * 12)
     long_scan.save(tmp_path / "long_scan.pdf")
-    settings = ParseSettings(timeout_s=2.0)
+    # Without page isolation, which would read the scan page by page (tests/test_page_isolation.py).
+    settings = ParseSettings(timeout_s=2.0, page_isolation=False)
     with ParserPool(settings) as pool:
         doc = pool.parse(samples_dir / "onboarding.html")
         assert "Day One" in doc.markdown
@@ -140,7 +141,8 @@ def test_pool_reports_categorised_errors(tmp_path: Path) -> None:
 def test_pool_kills_parser_over_memory_cap(samples_dir: Path) -> None:
     # A cap below what docling needs to import: the child is killed for memory.
     with (
-        ParserPool(ParseSettings(memory_limit_mb=60, timeout_s=120)) as pool,
+        # Not page by page: a page job can finish before the first memory sample.
+        ParserPool(ParseSettings(memory_limit_mb=60, timeout_s=120, page_isolation=False)) as pool,
         pytest.raises(ParseError) as err,
     ):
         pool.parse(samples_dir / "field_handbook.pdf")

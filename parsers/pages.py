@@ -1,0 +1,413 @@
+"""Page isolation for PDFs: a bad page costs a page, not the document.
+
+When a PDF's parse crashes, hangs or runs out of memory in a parser child
+(``parsers.isolation``), the pool parses it again in page ranges, each range as
+its own job in the child with its own deadline; a range that fails is split
+(``split_range``) until the failing single pages are known. Each of those pages
+is then read by a fallback chain, each step again a job in the child: the raw
+text layer of the page (pypdfium2), then OCR of the rendered page (when
+``parse.ocr``); a page nothing read is *missing*, and a repro bundle (the page
+as a one-page PDF, a JSON with every backend's error) is written for it when
+``parse.repro_dir`` is set. ``merge_parts`` joins the ranges' documents in page
+order with the original page numbers.
+
+This module has two sides: ``run_task`` runs in the child (it opens the
+untrusted file); the rest runs in the pool's process and never opens the PDF.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from common.settings import ParseSettings
+from parsers.errors import Category, ParseError
+from parsers.models import ParsedDocument, ParseWarning
+
+# Categories that kill (or killed) the child: what page isolation answers.
+KILLED = frozenset({Category.CRASHED, Category.TIMEOUT, Category.OUT_OF_MEMORY})
+
+# A failing range of at most this many pages is split into single pages at once, not
+# halved: a failure kills the child, and a fresh one imports the parser libraries again
+# (~4 s of CPU here), while a one-page range parses in ~0.02 s (docs/benchmarks.md).
+SINGLES_AT = 8
+
+SOURCE = "page-isolation"
+
+
+def is_pdf(path: Path) -> bool:
+    """Whether the file starts like a PDF (the pre-check's own test, without opening it)."""
+    try:
+        with path.open("rb") as fh:
+            return b"%PDF-" in fh.read(1024)
+    except OSError:
+        return False
+
+
+def split_range(first: int, last: int, singles_at: int = SINGLES_AT) -> list[tuple[int, int]]:
+    """The ranges a failed range (1-based, inclusive) is retried as, in page order:
+    halves, or single pages once it has at most ``singles_at`` pages."""
+    n = last - first + 1
+    if n <= 1:
+        return []
+    if n <= singles_at:
+        return [(p, p) for p in range(first, last + 1)]
+    mid = first + n // 2 - 1
+    return [(first, mid), (mid + 1, last)]
+
+
+def batch_ranges(page_count: int, batch: int) -> list[tuple[int, int]]:
+    """``page_count`` pages in ranges of ``batch`` pages (one range when 0)."""
+    if batch <= 0 or page_count <= batch:
+        return [(1, max(page_count, 1))]
+    return [(a, min(a + batch - 1, page_count)) for a in range(1, page_count + 1, batch)]
+
+
+def range_deadline(settings: ParseSettings, pages: int, page_count: int) -> float:
+    """A range's wall-clock limit: its share of ``parse.timeout_s``, at least
+    ``parse.page_timeout_min_s``, never more than ``parse.timeout_s`` itself."""
+    share = settings.timeout_s * pages / max(page_count, 1)
+    return min(settings.timeout_s, max(settings.page_timeout_min_s, share))
+
+
+def page_deadline(settings: ParseSettings) -> float:
+    """The limit of a one-page fallback job (and of the page count and page extraction):
+    ``parse.page_timeout_min_s``, never more than ``parse.timeout_s``."""
+    return min(settings.timeout_s, settings.page_timeout_min_s)
+
+
+# --- the child's side ---------------------------------------------------------------
+
+
+def _extract(path: Path, first: int, last: int, out: Path) -> Path:
+    """Pages ``first``..``last`` of ``path`` as a PDF of their own at ``out``."""
+    import pypdfium2 as pdfium
+
+    src = pdfium.PdfDocument(str(path))
+    try:
+        if not 1 <= first <= last <= len(src):
+            raise ParseError(Category.CORRUPT, f"pages {first}-{last} not in a {len(src)}-page PDF")
+        new = pdfium.PdfDocument.new()
+        try:
+            new.import_pages(src, list(range(first - 1, last)))
+            out.parent.mkdir(parents=True, exist_ok=True)
+            new.save(str(out))
+        finally:
+            new.close()
+    finally:
+        src.close()
+    return out
+
+
+def _markdown(doc: Any) -> str:
+    return str(doc.export_to_markdown(escape_underscores=False))
+
+
+def _one_page_document(
+    path: Path, paragraphs: list[str], size: tuple[float, float], parser: str
+) -> ParsedDocument:
+    """A one-page DoclingDocument of plain paragraphs (a fallback's reading)."""
+    from docling_core.types.doc import (
+        BoundingBox,
+        CoordOrigin,
+        DocItemLabel,
+        DoclingDocument,
+        ProvenanceItem,
+        Size,
+    )
+
+    width, height = size
+    doc = DoclingDocument(name=path.stem)
+    doc.add_page(page_no=1, size=Size(width=width, height=height))
+    box = BoundingBox(l=0, t=height, r=width, b=0, coord_origin=CoordOrigin.BOTTOMLEFT)
+    for text in paragraphs:
+        prov = ProvenanceItem(page_no=1, bbox=box, charspan=(0, len(text)))
+        doc.add_text(label=DocItemLabel.TEXT, text=text, prov=prov)
+    return ParsedDocument(
+        markdown=_markdown(doc),
+        docling_json=json.dumps(doc.export_to_dict(), ensure_ascii=False),
+        title=path.stem,
+        format="pdf",
+        page_count=1,
+        parser=parser,
+    )
+
+
+def _paragraphs(text: str) -> list[str]:
+    """Raw text-layer text as paragraphs: blank lines separate them, lines join."""
+    out: list[str] = []
+    current: list[str] = []
+    for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+        if line.strip():
+            current.append(line.strip())
+        elif current:
+            out.append(" ".join(current))
+            current = []
+    if current:
+        out.append(" ".join(current))
+    return out
+
+
+def _text_layer(page_pdf: Path) -> ParsedDocument:
+    import pypdfium2 as pdfium
+
+    pdf = pdfium.PdfDocument(str(page_pdf))
+    try:
+        page = pdf[0]
+        size = page.get_size()
+        textpage = page.get_textpage()
+        text = textpage.get_text_range()
+        textpage.close()
+        page.close()
+    finally:
+        pdf.close()
+    paragraphs = _paragraphs(text)
+    if not paragraphs:
+        raise ParseError(Category.EMPTY, "the page's text layer has no text")
+    return _one_page_document(page_pdf, paragraphs, (float(size[0]), float(size[1])), "pdf-text")
+
+
+def _ocr(page_pdf: Path, settings: ParseSettings) -> ParsedDocument:
+    from parsers.pdf.ocr import ocr_pdf_pages
+    from parsers.pdf.primitives import page_sizes
+
+    if not settings.ocr:
+        raise ParseError(Category.UNSUPPORTED, "OCR is off (parse.ocr)")
+    lines, warnings, failed, turned = ocr_pdf_pages(page_pdf, [1], settings)
+    if failed:
+        raise ParseError(Category.CORRUPT, "; ".join(w.message for w in warnings) or "OCR failed")
+    width, height = turned.get(1) or page_sizes(page_pdf, [1])[1]
+    # Lines in reading order; each OCR line its own paragraph (no layout to join them).
+    paragraphs = [ln.text.strip() for ln in lines if ln.text.strip()]
+    if not paragraphs:
+        raise ParseError(Category.EMPTY, "OCR read no text on the page")
+    return _one_page_document(page_pdf, paragraphs, (width, height), "ocr")
+
+
+def run_task(
+    task: dict[str, Any],
+    path: Path,
+    settings: ParseSettings,
+    metadata: dict[str, Any],
+    parse: Callable[..., ParsedDocument],
+) -> str:
+    """Run one page job in the parser child; returns its reply's payload.
+
+    ``task["kind"]``: ``count`` (the page count), ``range`` (pages ``first``..``last``
+    parsed by ``parse``, the pool's parse function, as a PDF of their own), ``text``
+    and ``ocr`` (page ``page`` read by a fallback), ``extract`` (page ``page`` saved
+    as a one-page PDF at ``out``, for a repro bundle). Page-numbered results are
+    numbered from 1; the pool shifts them back.
+    """
+    kind = task["kind"]
+    if kind == "count":
+        from parsers.safety import check_pdf, precheck
+
+        # Every pre-check a whole-document parse runs (encrypted, over parse.max_pages,
+        # ...), so a PDF parsed in ranges from the start is refused the same way.
+        if precheck(path, settings) != "pdf":
+            raise ParseError(Category.UNSUPPORTED, "not a PDF: no page ranges")
+        return str(check_pdf(path, settings))
+    if kind == "extract":
+        _extract(path, task["page"], task["page"], Path(task["out"]))
+        return ""
+    first = int(task.get("first", task.get("page", 1)))
+    last = int(task.get("last", first))
+    scratch = Path(tempfile.mkdtemp(prefix="pages-"))
+    try:
+        # Named as the original, so titles and document names fall back to its stem.
+        part = _extract(path, first, last, scratch / path.name)
+        if kind == "range":
+            doc = parse(part, settings, metadata)
+        elif kind == "text":
+            doc = _text_layer(part)
+        elif kind == "ocr":
+            doc = _ocr(part, settings)
+        else:
+            raise ValueError(f"unknown page task {kind!r}")
+        return doc.to_json()
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+# --- the pool's side ----------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class PageOutcome:
+    """What page isolation found: the parsed ranges (first page, document) in page
+    order, pages read by a fallback (page -> backend), pages nothing read, pages with
+    nothing on them, and every failure (page or range -> messages)."""
+
+    parts: list[tuple[int, ParsedDocument]] = field(default_factory=list)
+    degraded: dict[int, str] = field(default_factory=dict)
+    missing: list[int] = field(default_factory=list)
+    blank: list[int] = field(default_factory=list)
+    errors: dict[int, list[dict[str, str]]] = field(default_factory=dict)
+    warnings: list[ParseWarning] = field(default_factory=list)
+
+
+def _shifted(doc: Any, offset: int) -> Any:
+    """``doc`` with every page number (pages and provenance) moved by ``offset``."""
+    from docling_core.types.doc import DoclingDocument
+
+    data = doc.export_to_dict()
+    for item_list in ("texts", "tables", "pictures", "key_value_items", "form_items"):
+        for item in data.get(item_list) or []:
+            for prov in item.get("prov") or []:
+                prov["page_no"] += offset
+    pages = {}
+    for key, page in (data.get("pages") or {}).items():
+        page["page_no"] = int(key) + offset
+        pages[str(int(key) + offset)] = page
+    data["pages"] = pages
+    return DoclingDocument.model_validate(data)
+
+
+def merge_parts(
+    path: Path,
+    outcome: PageOutcome,
+    page_count: int,
+    metadata: dict[str, Any],
+    title: Callable[[Any, str], str],
+) -> ParsedDocument:
+    """One ParsedDocument from the ranges' documents, pages in order and numbered as in
+    the original; degraded and missing pages in its warnings, ``missing_pages`` and
+    ``status`` (``partial`` whenever a page was not read by the structured parser)."""
+    from docling_core.types.doc import DoclingDocument
+
+    parts = sorted(outcome.parts, key=lambda part: part[0])
+    if not parts:
+        raise ParseError(Category.CORRUPT, "page isolation read no page")
+    docs = [_shifted(parsed.to_docling(), first - 1) for first, parsed in parts]
+    # docling-core's own concatenation renumbers pages to follow on; shifted first and
+    # given the page before each part, it keeps the original numbers, gaps included.
+    index = DoclingDocument._DocIndex()
+    for doc in docs:
+        if doc.pages:
+            index._max_page = min(doc.pages) - 1
+        index.index(doc=doc)
+    merged = DoclingDocument(name=path.stem)
+    merged._update_from_index(index)
+    merged.name = path.stem
+    structured = [parsed for _first, parsed in parts if parsed.parser not in ("pdf-text", "ocr")]
+    parser = structured[0].parser if structured else parts[0][1].parser
+    warnings: list[ParseWarning] = []
+    missing: set[int] = set(outcome.missing)
+    extra: dict[str, Any] = {}
+    for first, parsed in parts:
+        extra = {**parsed.metadata, **extra}
+        for w in parsed.warnings:
+            page = w.page + first - 1 if w.page is not None else None
+            warnings.append(ParseWarning(w.source, w.message, page))
+        missing.update(p + first - 1 for p in parsed.missing_pages)
+    warnings += outcome.warnings
+    markdown = _markdown(merged)
+    if not markdown.strip():
+        raise ParseError(
+            Category.CORRUPT, f"no page could be read (failed pages {sorted(missing)})"
+        )
+    partial = bool(missing or outcome.degraded) or any(p.status == "partial" for _f, p in parts)
+    return ParsedDocument(
+        markdown=markdown,
+        docling_json=json.dumps(merged.export_to_dict(), ensure_ascii=False),
+        title=str(extra.get("title") or title(merged, path.stem)),
+        format="pdf",
+        page_count=max(page_count, 1),
+        parser=parser,
+        status="partial" if partial else "success",
+        warnings=tuple(warnings),
+        metadata={**extra, **metadata},
+        missing_pages=tuple(sorted(missing)),
+    )
+
+
+def content_key(path: Path) -> str:
+    """The first 16 hex digits of the file's SHA-256: a bundle folder's name, the same
+    prefix the ledger's ``content_sha256`` starts with."""
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()[:16]
+
+
+def bundle_folder(repro_dir: str, key: str) -> Path:
+    return Path(repro_dir).expanduser() / key
+
+
+def _versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    from parsers.models import PARSER_VERSION
+
+    out = {"corpusflow-parser": PARSER_VERSION, "python": platform.python_version()}
+    for package in ("docling-slim", "docling", "docling-core", "docling-parse", "pypdfium2"):
+        try:
+            out[package] = version(package)
+        except PackageNotFoundError:
+            continue
+    return out
+
+
+def write_bundle_json(
+    folder: Path,
+    page: int,
+    source: Path,
+    page_count: int,
+    errors: list[dict[str, str]],
+    settings: ParseSettings,
+    page_pdf: str,
+    metadata: dict[str, Any],
+) -> Path:
+    """The JSON of a page's repro bundle: what failed, with what, under which settings."""
+    relevant = settings.model_dump(
+        include={
+            "timeout_s",
+            "memory_limit_mb",
+            "pdf_pipeline",
+            "ocr",
+            "ocr_engine",
+            "ocr_scale",
+            "ocr_min_chars_per_page",
+            "page_batch",
+            "page_timeout_min_s",
+        }
+    )
+    out = folder / f"page-{page:05d}.json"
+    folder.mkdir(parents=True, exist_ok=True)
+    out.write_text(
+        json.dumps(
+            {
+                "source": str(source),
+                "metadata": {k: str(v) for k, v in metadata.items()},
+                "page": page,
+                "page_count": page_count,
+                "page_pdf": page_pdf,
+                "errors": errors,
+                "versions": _versions(),
+                "settings": relevant,
+            },
+            indent=2,
+            ensure_ascii=False,
+        )
+    )
+    return out
+
+
+def remove_bundles(repro_dir: str, content_sha256: str) -> bool:
+    """Remove the repro bundles of a document by its content hash; whether any existed."""
+    if not repro_dir or not content_sha256:
+        return False
+    folder = bundle_folder(repro_dir, content_sha256[:16])
+    if not folder.is_dir():
+        return False
+    shutil.rmtree(folder, ignore_errors=True)
+    return True
