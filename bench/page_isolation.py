@@ -3,7 +3,7 @@ the price of always parsing in page ranges (parse.page_batch).
 
 Usage: PYTHONPATH=. python bench/page_isolation.py [--pages 50] [--bad 37]
 
-The faults are the test suite's (tests/test_page_isolation.py: a page that aborts the
+The faults are the test suite's (tests/parsers/test_page_isolation.py: a page that aborts the
 parser child, a page that hangs it), injected through ParserPool(target=...). Every
 leg runs in a fresh pool, so each pays one parser start-up (imports) like a real run.
 """
@@ -19,10 +19,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from tests.test_page_isolation import _pages, _with_blank_page  # noqa: E402
+
 from common.settings import ParseSettings  # noqa: E402
 from parsers import ParserPool  # noqa: E402
 from tests.helpers.pdfgen import long_report, write_pdf  # noqa: E402
-from tests.test_page_isolation import _pages, _with_blank_page  # noqa: E402
 
 TARGET = "tests.test_page_isolation:faulty_parse"
 

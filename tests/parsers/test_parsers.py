@@ -117,7 +117,7 @@ def test_pool_parses_in_child_and_survives_timeouts(samples_dir: Path, tmp_path:
     long_scan = pdfium.PdfDocument.new()
     long_scan.import_pages(scan, [0] * 12)
     long_scan.save(tmp_path / "long_scan.pdf")
-    # Without page isolation, which would read the scan page by page (tests/test_page_isolation.py).
+    # Without page isolation, which would read the scan page by page (tests/parsers/test_page_isolation.py).
     settings = ParseSettings(timeout_s=2.0, page_isolation=False)
     with ParserPool(settings) as pool:
         doc = pool.parse(samples_dir / "onboarding.html")
