@@ -283,7 +283,7 @@ def _assemble(
     children: list[Chunk] = []
     for pos, (text, headings, pages) in enumerate(fixed):
         parent = parent_of[pos]
-        context = _fit_context(contexts[pos], text, counter, max_tokens)
+        context, n_tokens = _fit_context(contexts[pos], text, counter, max_tokens)
         children.append(
             Chunk(
                 chunk_id=stable_id(doc_id, headings, text, occurrence("chunk", headings, text)),
@@ -294,25 +294,28 @@ def _assemble(
                 context=context,
                 heading_path=headings,
                 page_numbers=pages,
-                n_tokens=counter.count(f"{context}\n\n{text}" if context else text),
+                n_tokens=n_tokens,
                 lang=langs[pos],
             )
         )
     return ChunkSet(children=tuple(children), parents=tuple(parents))
 
 
-def _fit_context(context: str, text: str, counter: TokenCounter, max_tokens: int) -> str:
-    """``context`` cut so that context + "\n\n" + text fits ``max_tokens``: the two
-    counted apart can fit while the joined text does not (a SentencePiece tokenizer
-    spends tokens on the blank line and re-segments across the join)."""
+def _fit_context(
+    context: str, text: str, counter: TokenCounter, max_tokens: int
+) -> tuple[str, int]:
+    """``context`` cut so that context + "\n\n" + text fits ``max_tokens``, and the
+    joined text's token count: the two counted apart can fit while the joined text
+    does not (a SentencePiece tokenizer spends tokens on the blank line and
+    re-segments across the join)."""
     while context:
-        over = counter.count(f"{context}\n\n{text}") - max_tokens
-        if over <= 0:
-            break
-        keep = counter.count(context) - over
+        n = counter.count(f"{context}\n\n{text}")
+        if n <= max_tokens:
+            return context, n
+        keep = counter.count(context) - (n - max_tokens)
         shorter = counter.truncate(context, keep).strip() if keep > 0 else ""
         context = shorter if len(shorter) < len(context) else ""
-    return context
+    return "", counter.count(text)
 
 
 def _split_tokens(text: str, counter: TokenCounter, max_tokens: int) -> list[str]:
