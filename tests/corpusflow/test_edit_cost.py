@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-import corpusflow.engine as engine_module
+import corpusflow.job as engine_module
 from common.settings import Settings, load_settings
 from corpusflow.engine import InProcessExecutor, RefreshEngine
 from storage import Store

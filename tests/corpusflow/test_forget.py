@@ -102,7 +102,7 @@ def test_forget_leaves_no_trace(samples_dir: Path, tmp_path: Path, caplog: Any) 
     started = time.perf_counter()
     result = _cli("forget", SECRET, "--db", str(db), "--source", str(src), "--json")
     assert result.exit_code == 0, result.output
-    receipt = json.loads(result.output)
+    receipt = json.loads(result.stdout)
     elapsed = time.perf_counter() - started
     assert receipt["paths"] == [SECRET] and receipt["doc_ids"] == [secret_id]
     assert receipt["still_in_source"] == [SECRET]
@@ -148,7 +148,7 @@ def test_forget_leaves_no_trace(samples_dir: Path, tmp_path: Path, caplog: Any) 
     # verify passes and reports the erasure check.
     result = _cli("verify", str(src), "--db", str(db), "--json")
     assert result.exit_code == 0, result.output
-    report = json.loads(result.output)
+    report = json.loads(result.stdout)
     assert report["ok"], report["violations"]
     assert report["erasure"]["checked"] == [receipt["erasure_id"]]
     assert report["erasure"]["scan"] == "done" and report["erasure"]["windows_found"] == 0

@@ -119,7 +119,7 @@ def test_an_undone_refresh_is_held_then_skipped_retried_and_accepted(
 
     # status: counted and listed with the questions that got worse.
     result = CliRunner().invoke(app, ["status", "--db", str(db), "--json"])
-    info = json.loads(result.output)
+    info = json.loads(result.stdout)
     assert info["documents"] == {"indexed": 1, "held": 2}
     assert [h["path"] for h in info["held_documents"]] == ["hotels.md", "payroll.md"]
     assert info["held_documents"][0]["questions_worse"] == 2
@@ -181,7 +181,7 @@ def test_an_undone_refresh_is_held_then_skipped_retried_and_accepted(
         app, ["accept-held", str(folder), "hotels.md", "--config", str(config), "--json"]
     )
     assert result.exit_code == 0, result.output
-    accepted = json.loads(result.output)
+    accepted = json.loads(result.stdout)
     assert accepted["accepted"] == 1 and accepted["changed"] == 1 and accepted["failed"] == 0
     assert "skipped, accepting 1 held document" in accepted["check"]["summary"]
     row = _ledger(db)["hotels.md"]
