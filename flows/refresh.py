@@ -285,6 +285,10 @@ def _publish(report: RunReport, settings: Settings) -> None:
     # What the run expected to spend (corpusflow.estimate), and the budget that stopped it.
     plan = "".join(f"- {line}\n" for line in _estimate_lines(report))
     stopped = f"**{report.stop_reason}**\n\n" if report.stopped_by else ""
+    if report.approval:  # the answer this run was given (flows.approval)
+        a = report.approval
+        note = f": {a['note']}" if a.get("note") else ""
+        stopped = f"**{a['answer']} by {a['by']}{note}** ({'; '.join(a['reasons'])})\n\n" + stopped
     create_markdown_artifact(
         key=f"refresh-summary-{key}",
         markdown=(

@@ -210,8 +210,10 @@ def test_approved_deletions_are_applied(wiped: tuple[Path, Settings]) -> None:
     with get_client(sync_client=True) as client:
         run_id = seen["flow_run_id"]
         progress = _artifact(client, run_id, "refresh-progress-default")
+        summary = _artifact(client, run_id, "refresh-summary-default")
         eta = _artifact(client, run_id, "refresh-eta-default")
     assert progress.type == "progress" and float(progress.data) == 100.0
+    assert "**approve by the Prefect UI: checked** (refusing to delete 4 of 6" in summary.data
     assert "2 of 2 documents" in progress.description
     assert "finished after" in eta.data and "| 2 | 2 |" in eta.data
     print(f"approved run: {time.monotonic() - started:.1f} s")
