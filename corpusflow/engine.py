@@ -148,6 +148,7 @@ class RefreshEngine:
         # start and at its end (``WorkProgress.final``); throttling is the callee's.
         self.on_progress: Callable[[WorkProgress], None] | None = None
         self.eta: WorkEta | None = None
+        self.waited_s = 0.0  # waiting for an approval (corpusflow.approval)
 
     # -- the two halves ---------------------------------------------------------
     def prepare(self) -> RefreshEngine:
@@ -295,7 +296,7 @@ class RefreshEngine:
             settings, rates, spec.fingerprint, spec.name, fps.max_tokens, self.started
         )
         self.rates = RunRates(spec.fingerprint)
-        self._ask_approval(plan, rates, store)  # before this run's first write
+        self._ask_approval(plan, rates)  # before this run's first write
         self.log(
             f"plan: {plan.listed} listed, {len(plan.work)} to process, "
             f"{plan.unchanged} unchanged, {len(plan.deleted)} deleted"
@@ -522,22 +523,27 @@ class RefreshEngine:
             deleted_paths=tuple(sorted(r.path for r in plan.deleted)[:DELETED_SHOWN]),
         )
 
-    def _ask_approval(self, plan: Plan, rates: Rates, store: Store) -> None:
+    def _ask_approval(self, plan: Plan, rates: Rates) -> None:
         """Ask ``self.approve`` and apply its answer (corpusflow.approval): approve lifts
         the budgets the plan would pass, trim drops the deletions, reject ends the run
-        before any write. The answer goes into the run report (``approval``)."""
+        before any write. The answer goes into the run report (``approval``). The time
+        spent waiting for it counts neither against run.max_wall nor as the run's
+        overhead in its rates."""
         if self.approve is None:
             return
         request = self._approval_request(plan)
         if request is None:
             return
         self.log("approval needed: " + "; ".join(request.reasons))
+        asked = time.time()
         decision = self.approve(request)
+        self.waited_s = time.time() - asked
         self.report.approval = {
             "reasons": list(request.reasons),
             "answer": decision.answer.value,
             "by": decision.by,
             "note": decision.note,
+            "waited_s": round(self.waited_s, 3),
         }
         if decision.answer == Answer.REJECT:
             raise RunRejected(
@@ -558,6 +564,8 @@ class RefreshEngine:
                 b.max_tokens,
                 b.started,
             )
+        if self.budget is not None:
+            self.budget.started += self.waited_s  # max_wall counts from the answer
         spec, fps = self.job.spec, self.job.fps
         # The estimate the run goes on with (the deletions trimmed, the budgets lifted).
         self.estimate = estimate_plan(
@@ -640,7 +648,8 @@ class RefreshEngine:
                 + chunk_s
                 + totals.get("embed_write", 0.0)
             )
-            out["overhead_s"] = round(max(0.0, self.report.elapsed_s - busy), 3)
+            run_s = self.report.elapsed_s - self.waited_s  # not the wait for an approval
+            out["overhead_s"] = round(max(0.0, run_s - busy), 3)
         self.report.rates = out
 
     def _commit(self, executor: Executor, label: str, batch: list[Processed]) -> None:
