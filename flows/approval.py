@@ -106,10 +106,13 @@ def ask_in_ui(settings: Settings) -> Approver:
 
         run = settings.run
         markdown = request_markdown(request, settings)
-        create_markdown_artifact(
-            key=f"approval-{artifact_key(request.collection)}",
-            markdown=markdown,
-            description=f"Refresh {request.run_id} waits for approval",
+        artifact = cast(
+            UUID,
+            create_markdown_artifact(
+                key=f"approval-{artifact_key(request.collection)}",
+                markdown=markdown,
+                description=f"Refresh {request.run_id} waits for approval",
+            ),
         )
         get_run_logger().warning(
             "run %s paused for approval (%s); answer in the UI within %d s",
@@ -126,10 +129,13 @@ def ask_in_ui(settings: Settings) -> Approver:
                 key=f"approval-{request.run_id}",
             )
         except FlowPauseTimeout:
-            raise RunRejected(
-                f"run {request.run_id} had no answer within run.approval_timeout_s="
-                f"{run.approval_timeout_s}: nothing changed"
-            ) from None
+            outcome = (
+                f"no answer within run.approval_timeout_s={run.approval_timeout_s}: nothing changed"
+            )
+            _answered(artifact, outcome, markdown)
+            raise RunRejected(f"run {request.run_id} had {outcome}") from None
+        note = f" ({answer.note})" if answer.note else ""
+        _answered(artifact, f"answered {answer.answer}{note}", markdown)
         return Decision(Answer(answer.answer), by="the Prefect UI", note=answer.note)
 
     return ask
@@ -200,6 +206,14 @@ class ProgressArtifacts:
         else:
             _update_artifact(self.eta_id, markdown)
         self.updates += 1
+
+
+def _answered(artifact_id: UUID, outcome: str, markdown: str) -> None:
+    """The approval artifact, now saying how it was answered (best effort)."""
+    try:
+        _update_artifact(artifact_id, f"**{outcome}**\n\n{markdown}")
+    except Exception as exc:
+        get_run_logger().warning("approval artifact not updated: %s", exc)
 
 
 def _update_artifact(artifact_id: UUID, data: Any) -> None:

@@ -188,10 +188,23 @@ def _paused_as_the_ui_shows_it(seen: dict[str, Any]) -> None:
     assert seen["description"] == markdown
 
 
-def test_approved_deletions_are_applied(wiped: tuple[Path, Settings]) -> None:
+def test_approved_deletions_are_applied(
+    wiped: tuple[Path, Settings], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from flows.approval import ProgressArtifacts
+
     src, settings = wiped
+    calls: list[bool] = []  # progress calls from the engine; True when published
+    publish = ProgressArtifacts._publish
+
+    def counted(self: ProgressArtifacts, p: Any) -> None:
+        calls.append(True)
+        publish(self, p)
+
+    monkeypatch.setattr(ProgressArtifacts, "_publish", counted)
     started = time.monotonic()
     state, seen = _flow(src, settings, "approve")
+    elapsed = time.monotonic() - started
     assert state.is_completed(), state
     _paused_as_the_ui_shows_it(seen)
     report = state.result()
@@ -211,12 +224,16 @@ def test_approved_deletions_are_applied(wiped: tuple[Path, Settings]) -> None:
         run_id = seen["flow_run_id"]
         progress = _artifact(client, run_id, "refresh-progress-default")
         summary = _artifact(client, run_id, "refresh-summary-default")
+        answered = _artifact(client, run_id, "approval-default").data
         eta = _artifact(client, run_id, "refresh-eta-default")
+    assert answered.startswith("**answered approve (checked)**") and seen["approval"] in answered
     assert progress.type == "progress" and float(progress.data) == 100.0
     assert "**approve by the Prefect UI: checked** (refusing to delete 4 of 6" in summary.data
     assert "2 of 2 documents" in progress.description
     assert "finished after" in eta.data and "| 2 | 2 |" in eta.data
-    print(f"approved run: {time.monotonic() - started:.1f} s")
+    # The first and the final update, and at most one per 2 s in between.
+    assert 2 <= len(calls) <= 2 + elapsed / 2
+    print(f"approved run: {elapsed:.1f} s, {len(calls)} progress publications")
 
 
 def test_rejected_run_changes_nothing(wiped: tuple[Path, Settings]) -> None:
