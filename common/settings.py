@@ -340,6 +340,10 @@ class StorageSettings(_Section):
     )
 
 
+ApprovalReason = Literal["deletions", "budgets"]
+APPROVAL_REASONS: tuple[ApprovalReason, ...] = ("deletions", "budgets")
+
+
 class RunSettings(_Section):
     task_runner: Literal["threads", "dask"] = Field(
         "threads",
@@ -461,6 +465,31 @@ class RunSettings(_Section):
             "seconds measured, LLM tokens); checked before each batch like run.max_wall "
             "(exit code 3). 0 = no limit."
         ),
+    )
+    approval: list[ApprovalReason] = Field(
+        default_factory=lambda: list(APPROVAL_REASONS),
+        description=(
+            "In a Prefect flow run (refresh_flow, reindex_flow, their deployments), what "
+            "pauses the run for an operator's answer in the UI before its first write "
+            "instead of refusing or stopping it: 'deletions' = the deletion guard "
+            "(storage.max_delete_fraction) would refuse the run; 'budgets' = the plan "
+            "predicts a run.max_* budget would stop it. Answers: approve, trim (no "
+            "deletions), reject (docs/operations.md, 'Approving a run'). [] = never ask: "
+            "the guard refuses and budgets stop the run, as on the CLI, which never asks."
+        ),
+    )
+    approval_timeout_s: int = Field(
+        3600,
+        ge=1,
+        description=(
+            "Seconds a paused run waits for an answer; then Prefect fails the flow run and "
+            "nothing is changed (no deletion, no document, no run record)."
+        ),
+    )
+    approval_poll_s: int = Field(
+        10,
+        ge=1,
+        description="Seconds between the paused flow run's checks for an answer.",
     )
 
 

@@ -38,12 +38,21 @@ from common.errors import (
 )
 from common.settings import Settings
 from corpusflow.activation import Activation, Gate, load_check
+from corpusflow.approval import (
+    DELETED_SHOWN,
+    Answer,
+    ApprovalRequest,
+    Approver,
+    RunRejected,
+)
 from corpusflow.estimate import (
     WAIT,
     Budget,
     Estimate,
     Rates,
     RunRates,
+    WorkEta,
+    WorkProgress,
     describe_stop,
     estimate_plan,
     work_weights,
@@ -103,6 +112,7 @@ class RefreshEngine:
         kind: str = "refresh",
         gate: Gate | None = None,
         accept: Accept | None = None,
+        approve: Approver | None = None,
     ) -> None:
         self.source_uri = source
         self.settings = settings
@@ -113,6 +123,9 @@ class RefreshEngine:
         self.gate = gate
         # ``corpusflow accept-held``: only held documents, indexed without the check.
         self.accept = accept
+        # Asked before the first write when the deletion guard trips or the plan says a
+        # budget would stop the run (corpusflow.approval); None: refuse / stop as configured.
+        self.approve = approve
         self.timer = StageTimer()
         self.stack = ExitStack()
         self.plan: Plan | None = None
@@ -131,6 +144,11 @@ class RefreshEngine:
         self._contextualizer: Any = None  # the run's LLM context provider, if here
         # Each document's estimated seconds (estimate.work_weights): the progress bar's ETA.
         self.weights: dict[str, float] = {}
+        # Called with the run's progress by work after each commit or failure, at the loop's
+        # start and at its end (``WorkProgress.final``); throttling is the callee's.
+        self.on_progress: Callable[[WorkProgress], None] | None = None
+        self.eta: WorkEta | None = None
+        self.waited_s = 0.0  # waiting for an approval (corpusflow.approval)
 
     # -- the two halves ---------------------------------------------------------
     def prepare(self) -> RefreshEngine:
@@ -241,6 +259,7 @@ class RefreshEngine:
                 self.only_failed,
                 check=self.check_key,
                 accept=self.accept,
+                defer_guard=self.approve is not None and "deletions" in settings.run.approval,
             )
         self.plan = plan
         if self.accept is not None:
@@ -277,6 +296,7 @@ class RefreshEngine:
             settings, rates, spec.fingerprint, spec.name, fps.max_tokens, self.started
         )
         self.rates = RunRates(spec.fingerprint)
+        self._ask_approval(plan, rates)  # before this run's first write
         self.log(
             f"plan: {plan.listed} listed, {len(plan.work)} to process, "
             f"{plan.unchanged} unchanged, {len(plan.deleted)} deleted"
@@ -370,13 +390,17 @@ class RefreshEngine:
         batch_size = min(settings.storage.write_batch_docs, limit)
         job.progress.add("parse", len(work))
         job.progress.add("embed", None)
-        if self.budget is not None and job.progress.bar is not None:
+        if self.budget is not None and (
+            job.progress.bar is not None or self.on_progress is not None
+        ):
             # The ETA by work, not by document count: each document advances the bar by
             # its estimated seconds (corpusflow.estimate.work_weights) once committed or failed.
             b = self.budget
             weights = work_weights(work, settings, b.rates, b.model, b.model_name, b.max_tokens)
             self.weights = {w.file.doc_id: x for w, x in zip(work, weights, strict=True)}
             job.progress.add(WORK_BAR, sum(weights))
+            self.eta = WorkEta(report.run_id, len(work), sum(weights), time.monotonic())
+            self._progress()
         with timer.time("load_tokenizer"):
             start = getattr(executor, "start", None)
             if start is not None:
@@ -463,6 +487,7 @@ class RefreshEngine:
         if batch and not self.halted:
             batch_no += 1
             self._commit_within_budget(executor, str(batch_no), batch)
+        self._progress(final=True)
         left = len(work) - len(self.committed) - len(self.failures)
         if self.stopped_by and left > 0:  # a budget met after the last document: finished
             report.stopped_by = f"run.{self.stopped_by}"
@@ -471,11 +496,102 @@ class RefreshEngine:
             self.log(report.stop_reason)
             _log.warning(report.stop_reason)
 
+    # -- approval ---------------------------------------------------------------------
+    def _approval_request(self, plan: Plan) -> ApprovalRequest | None:
+        """What to ask, when the guard tripped or the plan says a budget would stop the
+        run (and ``run.approval`` names that reason); None: nothing to ask."""
+        assert self.estimate is not None
+        asks = self.settings.run.approval
+        stop = self.estimate.to_dict().get("budget_stop") if "budgets" in asks else None
+        if not plan.guard and not stop:
+            return None
+        reasons = tuple(r for r in (plan.guard, stop["summary"] if stop else "") if r)
+        by_status: dict[str, int] = {}
+        for row in plan.deleted:
+            by_status[str(row.status)] = by_status.get(str(row.status), 0) + 1
+        return ApprovalRequest(
+            run_id=self.report.run_id,
+            collection=self.report.collection,
+            source=self.source_uri,
+            reasons=reasons,
+            guard=bool(plan.guard),
+            budgets=tuple(stop.get("exceeded") or [stop["budget"]]) if stop else (),
+            estimate_lines=tuple(self.estimate.lines()),
+            to_process=len(plan.work),
+            deleted=len(plan.deleted),
+            deleted_by_status=by_status,
+            deleted_paths=tuple(sorted(r.path for r in plan.deleted)[:DELETED_SHOWN]),
+        )
+
+    def _ask_approval(self, plan: Plan, rates: Rates) -> None:
+        """Ask ``self.approve`` and apply its answer (corpusflow.approval): approve lifts
+        the budgets the plan would pass, trim drops the deletions, reject ends the run
+        before any write. The answer goes into the run report (``approval``). The time
+        spent waiting for it counts neither against run.max_wall nor as the run's
+        overhead in its rates."""
+        if self.approve is None:
+            return
+        request = self._approval_request(plan)
+        if request is None:
+            return
+        self.log("approval needed: " + "; ".join(request.reasons))
+        asked = time.time()
+        decision = self.approve(request)
+        self.waited_s = time.time() - asked
+        self.report.approval = {
+            "reasons": list(request.reasons),
+            "answer": decision.answer.value,
+            "by": decision.by,
+            "note": decision.note,
+            "waited_s": round(self.waited_s, 3),
+        }
+        if decision.answer == Answer.REJECT:
+            raise RunRejected(
+                f"run {request.run_id} was not approved ({decision.by or 'rejected'}"
+                f"{': ' + decision.note if decision.note else ''}): nothing changed"
+            )
+        if decision.answer == Answer.TRIM:
+            plan.deleted = []
+        elif request.budgets and self.budget is not None:
+            lifted = {b.removeprefix("run.") for b in request.budgets}
+            run = self.settings.run.model_copy(update=dict.fromkeys(lifted, 0))
+            b = self.budget
+            self.budget = Budget(
+                self.settings.model_copy(update={"run": run}),
+                b.rates,
+                b.model,
+                b.model_name,
+                b.max_tokens,
+                b.started,
+            )
+        if self.budget is not None:
+            self.budget.started += self.waited_s  # max_wall counts from the answer
+        spec, fps = self.job.spec, self.job.fps
+        # The estimate the run goes on with (the deletions trimmed, the budgets lifted).
+        self.estimate = estimate_plan(
+            plan,
+            self.budget.settings if self.budget else self.settings,
+            rates,
+            spec.fingerprint,
+            spec.name,
+            fps.max_tokens,
+        )
+        self.report.estimate = self.estimate.to_dict()
+        done = "approved" if decision.answer == Answer.APPROVE else "trimmed (no deletions)"
+        self.log(f"run {done} by {decision.by or 'the operator'}")
+
     # -- budgets ----------------------------------------------------------------------
     def _advance_work(self, items: list[WorkItem]) -> None:
         if self.weights:
             done = sum(self.weights.get(i.file.doc_id, 0.0) for i in items)
             self.job.progress.advance(WORK_BAR, done)
+            if self.eta is not None:
+                self.eta.advance(done, len(items))
+                self._progress()
+
+    def _progress(self, final: bool = False) -> None:
+        if self.on_progress is not None and self.eta is not None:
+            self.on_progress(self.eta.snapshot(time.monotonic(), final))
 
     def _llm_tokens(self) -> int:
         return int(getattr(self._contextualizer, "tokens", 0) or 0)
@@ -532,7 +648,8 @@ class RefreshEngine:
                 + chunk_s
                 + totals.get("embed_write", 0.0)
             )
-            out["overhead_s"] = round(max(0.0, self.report.elapsed_s - busy), 3)
+            run_s = self.report.elapsed_s - self.waited_s  # not the wait for an approval
+            out["overhead_s"] = round(max(0.0, run_s - busy), 3)
         self.report.rates = out
 
     def _commit(self, executor: Executor, label: str, batch: list[Processed]) -> None:

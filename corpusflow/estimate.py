@@ -587,6 +587,8 @@ def _forecast(settings: Settings, data: dict[str, Any], llm_tokens: float) -> di
     docs = data["documents"]["to_process"]
     return {
         "budget": f"run.{name}",
+        # Every budget the plan would pass, first met first (an approval lifts them all).
+        "exceeded": [f"run.{o[1]}" for o in sorted(over)],
         "limit": limit,
         "needed": round(need, 3),
         "share": round(share, 3),
@@ -664,6 +666,65 @@ class Budget:
             if llm_tokens + (in_flight + 1) * per_doc > run.max_llm_tokens:
                 return "max_llm_tokens"
         return ""
+
+
+@dataclass(frozen=True, slots=True)
+class WorkProgress:
+    """A run's progress by work (``WorkEta.snapshot``), for a progress display."""
+
+    run_id: str
+    documents: int  # planned
+    done: int  # committed or failed
+    total_s: float  # the plan's estimated seconds of work (sum of work_weights)
+    done_s: float  # estimated seconds of the documents done
+    elapsed_s: float  # since the run's loop started
+    eta_s: float  # seconds left
+    measured: float  # how much of the ETA is measured (0: the plan's estimate alone, ->1)
+    final: bool = False  # the loop is over (finished, or stopped by a budget)
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * min(1.0, self.done_s / self.total_s) if self.total_s > 0 else 100.0
+
+
+@dataclass(slots=True)
+class WorkEta:
+    """The remaining time of a run, weighted by work (``work_weights``).
+
+    The plan's estimate says how many seconds of work are left; the run's measured pace
+    (estimated seconds done per second elapsed) corrects it. The two are blended by
+    ``w = 1 - 1/sqrt(1 + documents done)``, the sample-size rule of the estimate's ranges:
+    before the first document the ETA is the plan's, after 3 documents half measured,
+    after 99 nine tenths."""
+
+    run_id: str
+    documents: int
+    total_s: float
+    started: float  # time.monotonic() at the loop's start
+    done: int = 0
+    done_s: float = 0.0
+
+    def advance(self, seconds: float, documents: int) -> None:
+        self.done_s += seconds
+        self.done += documents
+
+    def snapshot(self, now: float, final: bool = False) -> WorkProgress:
+        elapsed = max(0.0, now - self.started)
+        left = max(0.0, self.total_s - self.done_s)
+        w = 1.0 - 1.0 / math.sqrt(1.0 + self.done) if self.done_s > 0 and elapsed > 0 else 0.0
+        measured = left * elapsed / self.done_s if w else left
+        eta = 0.0 if final else (1.0 - w) * left + w * measured
+        return WorkProgress(
+            self.run_id,
+            self.documents,
+            self.done,
+            self.total_s,
+            self.done_s,
+            elapsed,
+            eta,
+            w,
+            final,
+        )
 
 
 def describe_stop(budget: str, settings: Settings, left: int) -> str:

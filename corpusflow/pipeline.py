@@ -518,6 +518,9 @@ class RunReport:
     # the run); empty when no question set is configured.
     check: dict[str, Any] = field(default_factory=dict)
     held_documents: list[dict[str, Any]] = field(default_factory=list)  # Hold.row of each
+    # The approval this run asked for (corpusflow.approval): reasons, answer, by, note;
+    # empty when it asked nothing.
+    approval: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -91,6 +91,9 @@ class Plan:
     forgotten: list[str] = field(default_factory=list)
     # Documents held by the retrieval check whose hold stands: skipped (corpusflow.holds).
     held: list[tuple[str, Hold]] = field(default_factory=list)
+    # The deletion guard's refusal when it tripped and the caller asked to decide itself
+    # (``plan_changes(defer_guard=True)``); the deletions are planned all the same.
+    guard: str = ""
 
     def count(self, reason: PlanReason) -> int:
         return sum(1 for w in self.work if w.reason == reason)
@@ -105,13 +108,16 @@ def plan_changes(
     only_failed: bool = False,
     check: str = "",
     accept: Accept | None = None,
+    defer_guard: bool = False,
 ) -> Plan:
     """Compare the source listing with the ledger of ``fps.table_suffix``.
 
     ``check`` is the retrieval check's fingerprint (corpusflow.fingerprints.check_fingerprint,
     "" without a check): a held document stays held only under the one that held it.
     ``accept`` plans only held documents (``corpusflow accept-held``), whatever their
-    hold."""
+    hold. The deletion guard raises DeletionGuardError, or with ``defer_guard`` records its
+    refusal in ``plan.guard`` and plans the deletions (the caller asks someone:
+    corpusflow.approval)."""
     ledger = store.ledger.columns(fps.table_suffix, PLAN_COLUMNS)
     index = _LedgerIndex(ledger)
     plan = Plan()
@@ -167,11 +173,14 @@ def plan_changes(
         )
         limit = max(1, int(settings.storage.max_delete_fraction * indexed))
         if losing > limit and not force_delete:
-            raise DeletionGuardError(
+            refusal = (
                 f"refusing to delete {losing} of {indexed} indexed documents "
                 f"(more than storage.max_delete_fraction={settings.storage.max_delete_fraction:g}); "
-                f"is the source {source.root} mounted? Re-run with --force-delete if intended."
+                f"is the source {source.root} mounted?"
             )
+            if not defer_guard:
+                raise DeletionGuardError(f"{refusal} Re-run with --force-delete if intended.")
+            plan.guard = refusal
         if gone_ids:
             full = store.ledger.rows(fps.table_suffix, gone_ids)
             plan.deleted = [full[d] for d in gone_ids]

@@ -6,8 +6,12 @@ each document as a task run named after its path (failing with the document's er
 category, so the UI shows what failed and why) and each embed+commit batch as a task
 run, on the flow's threads or on a Dask cluster; the work itself applies the one retry
 policy (corpusflow.retry), so Prefect does not retry task runs. The flow publishes
-keyed artifacts (failed documents, held documents, run summary). ``run_planned`` runs
-an engine the caller already planned in a flow run.
+keyed artifacts (failed documents, held documents, run summary) and, while documents
+are committed, the run's progress and ETA (flows.approval.ProgressArtifacts). A run that
+the deletion guard would refuse, or that a budget would stop, pauses for an operator's
+answer first (``run.approval``, flows.approval.ask_in_ui); a rejected one ends Cancelled.
+``run_planned`` runs an engine the caller already planned in a flow run (the CLI: it
+never asks).
 """
 
 from __future__ import annotations
@@ -24,15 +28,18 @@ from typing import Any
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
+from prefect.states import Cancelled, State
 
 from common.errors import DocumentError, RetrievalCheckFailed
 from common.settings import Settings
+from corpusflow.approval import RunRejected
 from corpusflow.engine import Gate, RefreshEngine
 from corpusflow.executors import ProcessDocument, WriteBatch
 from corpusflow.job import Job
 from corpusflow.pipeline import BatchWritten, Processed, RunReport
 from corpusflow.plan import WorkItem
 from embedding import Embedder
+from flows.approval import ProgressArtifacts, artifact_key, ask_in_ui
 from flows.scaleout import ClusterEmbedder, dask_task_runner
 
 __all__ = [
@@ -243,7 +250,7 @@ def _publish(report: RunReport, settings: Settings) -> None:
 
     from corpusflow.api import failed_documents
 
-    key = "".join(c if c.isalnum() else "-" for c in report.collection.lower())
+    key = artifact_key(report.collection)
     # Every document of the collection failed now (this run's, with their attempts, and
     # earlier runs' that are still failed), also before its first table exists.
     this_run: dict[str, dict[str, Any]] = {str(f["path"]): f for f in report.failures}
@@ -278,6 +285,10 @@ def _publish(report: RunReport, settings: Settings) -> None:
     # What the run expected to spend (corpusflow.estimate), and the budget that stopped it.
     plan = "".join(f"- {line}\n" for line in _estimate_lines(report))
     stopped = f"**{report.stop_reason}**\n\n" if report.stopped_by else ""
+    if report.approval:  # the answer this run was given (flows.approval)
+        a = report.approval
+        note = f": {a['note']}" if a.get("note") else ""
+        stopped = f"**{a['answer']} by {a['by']}{note}** ({'; '.join(a['reasons'])})\n\n" + stopped
     create_markdown_artifact(
         key=f"refresh-summary-{key}",
         markdown=(
@@ -314,14 +325,28 @@ def run_refresh(
 ) -> RunReport:
     """The refresh with Prefect task runs, under the collection's write lease. Called
     inside a flow. A full disk anywhere stops the run with StorageFullError; every
-    commit made before it is whole, and the next run picks up from there."""
-    engine = RefreshEngine(source, settings, force_delete, only_failed, activate, kind, gate)
+    commit made before it is whole, and the next run picks up from there. With
+    ``run.approval``, a run the deletion guard would refuse or a budget would stop
+    pauses for an answer in the UI (flows.approval); not approved: RunRejected."""
+    approve = ask_in_ui(settings) if settings.run.approval else None
+    engine = RefreshEngine(
+        source, settings, force_delete, only_failed, activate, kind, gate, approve=approve
+    )
     return _run_engine(engine, PrefectExecutor(), publish)
+
+
+def ended_unapproved(exc: RunRejected) -> State[Any]:
+    """The final state of a flow run whose refresh was not approved: Cancelled, nothing
+    changed (a run whose pause timed out is failed by Prefect instead)."""
+    get_run_logger().warning(str(exc))
+    return Cancelled(message=str(exc))
 
 
 def _run_engine(engine: RefreshEngine, executor: Any, publish: bool) -> RunReport:
     """``engine.run(executor)`` logging to the flow run, with the UI's artifacts."""
     engine.log = get_run_logger().info
+    if publish:  # the run's progress and ETA in the UI while documents are committed
+        engine.on_progress = ProgressArtifacts(engine.settings.storage.collection)
     try:
         report = engine.run(executor)
     except RetrievalCheckFailed:
@@ -378,9 +403,12 @@ def refresh_flow(
     settings_json: str = "{}",
     force_delete: bool = False,
     only_failed: bool = False,
-) -> dict[str, Any]:
+) -> dict[str, Any] | State[Any]:
     """Incremental refresh of one collection from ``source``."""
     settings = Settings.model_validate_json(settings_json)
     kind = "retry-failed" if only_failed else "refresh"
-    report = run_refresh(source, settings, force_delete, only_failed, kind=kind)
+    try:
+        report = run_refresh(source, settings, force_delete, only_failed, kind=kind)
+    except RunRejected as exc:
+        return ended_unapproved(exc)
     return report.to_dict()

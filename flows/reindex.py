@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from prefect import flow
+from prefect.states import State
 
 from common.settings import Settings
-from flows.refresh import run_refresh
+from corpusflow.approval import RunRejected
+from flows.refresh import ended_unapproved, run_refresh
 
 
 @flow(name="corpusflow-reindex", log_prints=False)
@@ -18,7 +20,7 @@ def reindex_flow(
     eval_path: str | None = None,
     eval_margin: float = 0.02,
     eval_mode: str = "hybrid",
-) -> dict[str, Any]:
+) -> dict[str, Any] | State[Any]:
     """Build (or resume building) the table of the configured model from the parse cache,
     validate it, optionally check retrieval quality against the live table on a question
     set, and make it active. The previous table stays for rollback.
@@ -30,5 +32,8 @@ def reindex_flow(
     if eval_path:
         check = {"questions": eval_path, "margin": eval_margin, "mode": eval_mode}
         settings = settings.model_copy(update={"check": settings.check.model_copy(update=check)})
-    report = run_refresh(source, settings, force_delete, activate=True, kind="reindex")
+    try:
+        report = run_refresh(source, settings, force_delete, activate=True, kind="reindex")
+    except RunRejected as exc:
+        return ended_unapproved(exc)
     return report.to_dict()

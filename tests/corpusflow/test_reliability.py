@@ -536,7 +536,8 @@ def test_symlinks_outside_the_root_are_never_followed(corpus: Path, tmp_path: Pa
 # 11 --------------------------------------------------------------------------
 def test_missing_or_emptied_source_never_wipes_the_index(corpus: Path, tmp_path: Path) -> None:
     db = tmp_path / "db"
-    settings = _settings(db)
+    # Refused, not paused for approval (run.approval: tests/flows/test_approval.py).
+    settings = _settings(db, run={"approval": []})
     _run(corpus, settings)
     with pytest.raises(ConfigurationError, match="not found"):
         _run(tmp_path / "unmounted", settings)

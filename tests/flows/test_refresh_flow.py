@@ -101,7 +101,11 @@ def test_refresh_end_to_end(corpus: Path, tmp_path: Path) -> None:
 
 def test_deletion_guard_refuses_to_wipe(corpus: Path, tmp_path: Path) -> None:
     db = tmp_path / "db"
-    settings = _settings(db)
+    # Without run.approval the flow refuses like the CLI (with it, it pauses for an
+    # answer: tests/flows/test_approval.py).
+    settings = load_settings(
+        None, {"storage": {"db": str(db)}, "run": {"progress": False, "approval": []}}
+    )
     _run(corpus, settings)
     for p in list(corpus.iterdir())[:5]:
         p.unlink()
