@@ -42,6 +42,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -197,7 +198,7 @@ def main() -> None:
     materialise(files, args.root, args.mirrors)
     settings = ParseSettings(pdf_pipeline=args.pipeline, page_batch=args.page_batch)
     pool = ParserPool(settings) if args.page_batch else None
-    rows = []
+    rows: list[dict[str, Any]] = []
     try:
         for f in files:
             path = args.root / f"{f.name}.pdf"

@@ -26,7 +26,9 @@ missed one. A piece on page n+1 continues the table on page n only when all hold
 - the piece's first rows repeat the table's header (they are dropped), or its
   first row is not a header: not marked as one, or, where every first row is
   marked (the model-free path marks the first row of every table), it holds a
-  number in a column whose rows below the header are numbers.
+  number (not a year, unless the column holds years) in a column whose rows
+  below the header are numbers, and its first cell is filled where the rows
+  below have theirs filled.
 """
 
 from __future__ import annotations
@@ -54,13 +56,14 @@ FURNITURE_MAX_WORDS = 16
 
 _PAGE_NUMBER = re.compile(
     r"^\s*(?:page|p\.|seite|página|pagina|стр\.?)?\s*[-–—(\[]?\s*"
-    r"(?:\d{1,5}|[ivxlcdm]{1,7})\s*(?:(?:/|of|von|de|sur)\s*\d{1,5})?\s*[-–—)\]]?\s*$",
+    r"(?:\d{1,5}|(?=[ivxlcdm])m{0,3}(?:cm|cd|d?c{0,3})(?:xc|xl|l?x{0,3})(?:ix|iv|v?i{0,3}))\s*(?:(?:/|of|von|de|sur)\s*\d{1,5})?\s*[-–—)\]]?\s*$",
     re.I,
 )
 _CONTINUED = re.compile(
     r"\b(?:continued|cont(?:'|’)?d\.?|cont\.|fortsetzung|suite|continuación|continua)\b", re.I
 )
-_NUMBER = re.compile(r"^[\s(\[]*[-+−–]?[$€£¥%]?\s*\d[\d\s.,'’:/%x×-]*[)\]%*a-zA-Z]{0,3}\s*$")
+_YEAR = re.compile(r"^(?:1[89]|20)\d\d(?:\s*[-–/]\s*\d{2,4})?\*?$")
+_NUMBER = re.compile(r"^[\s(\[]*[-+−–]?[$€£¥%]?\s*\d[\d\s.,'’:/%x×–-]*[)\]%*a-zA-Z]{0,3}\s*$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,9 +196,16 @@ def _first_row_verdict(table: TableItem, piece: TableItem) -> int | None:
         return None  # part of the header again, changed: not a plain continuation
     if _header_rows(piece) == 0:
         return 0  # the parser marks headers, and this piece has none
-    numeric = _numeric_columns(table, head)
-    if any(_is_number(first[col]) for col in numeric if col < len(first)):
-        return 0
+    body = [_row_texts(table, r) for r in range(head, table.data.num_rows)]
+    if not first[0] and sum(bool(row[0]) for row in body) >= 0.8 * max(len(body), 1):
+        return None  # an empty stub cell over a filled stub column: a header row
+    for col in _numeric_columns(table, head):
+        value = first[col] if col < len(first) else ""
+        if not _is_number(value):
+            continue
+        # Years head the columns of many tables; a year is data only in a column of years.
+        if not _YEAR.match(value) or all(_YEAR.match(row[col]) for row in body if row[col]):
+            return 0
     return None
 
 
