@@ -192,8 +192,12 @@ def _first_row_verdict(table: TableItem, piece: TableItem) -> int | None:
         return head
     first = _row_texts(piece, 0)
     header_cells = {t for r in range(head) for t in _row_texts(table, r) if t}
-    if any(t in header_cells for t in first):
-        return None  # part of the header again, changed: not a plain continuation
+    filled = [t for t in first if t]
+    if 2 * sum(t in header_cells for t in filled) >= len(filled):
+        # Mostly the header again, changed: not a plain continuation. (One shared
+        # cell is not enough: where the table's first row is data marked as a header,
+        # as in a page range that starts inside a table, a category value repeats.)
+        return None
     if _header_rows(piece) == 0:
         return 0  # the parser marks headers, and this piece has none
     body = [_row_texts(table, r) for r in range(head, table.data.num_rows)]
@@ -290,7 +294,7 @@ def _continues(
     page, at its top, below nothing but furniture, the table at the bottom of its
     page above nothing but furniture, same columns, edges lined up, no caption."""
     end, start = _box(doc, table.prov[-1]), _box(doc, piece.prov[0])
-    if end is None or start is None or start.page != end.page + 1 or len(piece.prov) != 1:
+    if end is None or start is None or start.page != end.page + 1:
         return False
     if piece.captions or piece.data.num_cols != table.data.num_cols:
         return False

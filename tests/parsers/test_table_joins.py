@@ -131,22 +131,38 @@ def test_every_row_chunk_keeps_its_header(three_pages: Path, minilm_tokenizer: A
 
 
 def test_joined_across_page_ranges(tmp_path: Path) -> None:
-    """Pages parsed as separate ranges (``parse.page_batch``) are joined when merged."""
-    draws = [_first_page, _continued(38, 80, 2, True), _continued(80, 90, 3, False)]
-    outcome = PageOutcome()
-    for n, draw in enumerate(draws, start=1):
-        part = parse_file(
-            make_pdf(tmp_path / f"part{n}.pdf", draw), ParseSettings(pdf_pipeline="offline")
-        )
-        assert len(_tables(part)) == 1
-        outcome.parts.append((n, part))
+    """Pages parsed as ranges (``parse.page_batch``): page 1, then pages 2-3 (joined
+    inside their range); the two are joined again when the ranges are merged."""
+    settings = ParseSettings(pdf_pipeline="offline")
+    first = parse_file(make_pdf(tmp_path / "part1.pdf", _first_page), settings)
+    rest = parse_file(
+        make_pdf(tmp_path / "part2.pdf", _continued(38, 80, 2, True), _continued(80, 90, 3, False)),
+        settings,
+    )
+    assert len(_tables(first)) == len(_tables(rest)) == 1
+    assert _joins(rest) == [2]  # page 2 of the range: page 3 of the document
+    outcome = PageOutcome(parts=[(1, first), (2, rest)])
     merged = merge_parts(tmp_path / "report.pdf", outcome, 3, {}, _title)
     (table,) = _tables(merged)
     assert [p.page_no for p in table.prov] == [1, 2, 3]
     assert table.data.num_rows == 90
-    assert _joins(merged) == [2, 3]
+    assert _header(table) == HEAD
+    assert sorted(_joins(merged)) == [2, 3]
     kept = merge_parts(tmp_path / "report.pdf", outcome, 3, {}, _title, join_tables=False)
-    assert len(_tables(kept)) == 3
+    assert [[p.page_no for p in t.prov] for t in _tables(kept)] == [[1], [2, 3]]
+
+
+def test_pieces_without_a_header_are_joined(tmp_path: Path) -> None:
+    """Pages 2 and 3 on their own (a page range starting inside the table): the first
+    piece's first row is data, marked as a header by the model-free path, and shares a
+    status value with the next piece's first row; the pieces are still one table."""
+    path = make_pdf(
+        tmp_path / "range.pdf", _continued(38, 80, 2, False), _continued(80, 90, 3, False)
+    )
+    parsed = parse_file(path, ParseSettings(pdf_pipeline="offline"))
+    (table,) = _tables(parsed)
+    assert table.data.num_rows == 80 - 38 + 10
+    assert _joins(parsed) == [2]
 
 
 def _next_page_table(
