@@ -53,6 +53,8 @@ LOW_ON_PAGE = 0.55
 MARGIN_BAND = 0.12
 # Running heads and foots are short.
 FURNITURE_MAX_WORDS = 16
+# How many of a table's last rows show what its columns hold.
+BODY_ROWS = 60
 
 _PAGE_NUMBER = re.compile(
     r"^\s*(?:page|p\.|seite|página|pagina|стр\.?)?\s*[-–—(\[]?\s*"
@@ -154,26 +156,30 @@ def _header_rows(table: TableItem) -> int:
     return n
 
 
-def _row_texts(table: TableItem, row: int) -> list[str]:
-    """The row's text per column (a spanning cell in each column it covers)."""
-    texts = [""] * table.data.num_cols
+def _grid(table: TableItem, first: int = 0, last: int | None = None) -> list[list[str]]:
+    """Rows ``first``..``last`` (exclusive) of the table, their text per column (a
+    spanning cell in each column and row it covers), in one pass over the cells."""
+    last = table.data.num_rows if last is None else min(last, table.data.num_rows)
+    n_cols = table.data.num_cols
+    rows = [[""] * n_cols for _ in range(max(last - first, 0))]
     for cell in table.data.table_cells:
-        if cell.start_row_offset_idx <= row < cell.end_row_offset_idx:
-            for col in range(cell.start_col_offset_idx, cell.end_col_offset_idx):
-                if 0 <= col < len(texts):
-                    texts[col] = _norm(cell.text)
-    return texts
+        text = _norm(cell.text)
+        for r in range(max(cell.start_row_offset_idx, first), min(cell.end_row_offset_idx, last)):
+            for col in range(
+                max(cell.start_col_offset_idx, 0), min(cell.end_col_offset_idx, n_cols)
+            ):
+                rows[r - first][col] = text
+    return rows
 
 
 def _is_number(text: str) -> bool:
     return bool(text) and bool(_NUMBER.match(text)) and sum(ch.isdigit() for ch in text) > 0
 
 
-def _numeric_columns(table: TableItem, first_body_row: int) -> set[int]:
-    """Columns whose filled cells below the header are mostly numbers."""
+def _numeric_columns(body: list[list[str]], n_cols: int) -> set[int]:
+    """Columns whose filled cells in ``body`` are mostly numbers."""
     out: set[int] = set()
-    body = [_row_texts(table, r) for r in range(first_body_row, table.data.num_rows)]
-    for col in range(table.data.num_cols):
+    for col in range(n_cols):
         filled = [row[col] for row in body if row[col]]
         if len(filled) >= 2 and sum(_is_number(t) for t in filled) >= 0.8 * len(filled):
             out.add(col)
@@ -184,14 +190,11 @@ def _first_row_verdict(table: TableItem, piece: TableItem) -> int | None:
     """How many leading rows of ``piece`` to drop when it continues ``table`` (a
     repeated header), or None when its first row reads as a new table's header."""
     head = _header_rows(table)
-    if (
-        head
-        and piece.data.num_rows > head
-        and all(_row_texts(table, r) == _row_texts(piece, r) for r in range(head))
-    ):
+    header = _grid(table, 0, head)
+    if head and piece.data.num_rows > head and _grid(piece, 0, head) == header:
         return head
-    first = _row_texts(piece, 0)
-    header_cells = {t for r in range(head) for t in _row_texts(table, r) if t}
+    first = _grid(piece, 0, 1)[0]
+    header_cells = {t for row in header for t in row if t}
     filled = [t for t in first if t]
     if 2 * sum(t in header_cells for t in filled) >= len(filled):
         # Mostly the header again, changed: not a plain continuation. (One shared
@@ -200,10 +203,11 @@ def _first_row_verdict(table: TableItem, piece: TableItem) -> int | None:
         return None
     if _header_rows(piece) == 0:
         return 0  # the parser marks headers, and this piece has none
-    body = [_row_texts(table, r) for r in range(head, table.data.num_rows)]
+    # the rows the piece would follow (the last ones: a long table is not read whole)
+    body = _grid(table, max(head, table.data.num_rows - BODY_ROWS))
     if not first[0] and sum(bool(row[0]) for row in body) >= 0.8 * max(len(body), 1):
         return None  # an empty stub cell over a filled stub column: a header row
-    for col in _numeric_columns(table, head):
+    for col in _numeric_columns(body, table.data.num_cols):
         value = first[col] if col < len(first) else ""
         if not _is_number(value):
             continue
