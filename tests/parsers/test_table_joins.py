@@ -86,8 +86,9 @@ def _tables(parsed: ParsedDocument) -> list[Any]:
     return list(parsed.to_docling().tables)
 
 
-def _joins(parsed: ParsedDocument) -> list[int | None]:
-    return [w.page for w in parsed.warnings if w.source == SOURCE]
+def _joins(parsed: ParsedDocument) -> list[int]:
+    """The pages of the pieces joined, from the parse's ``table-joins`` warnings."""
+    return [w.page for w in parsed.warnings if w.source == SOURCE and w.page is not None]
 
 
 def _header(table: Any) -> list[str]:
