@@ -22,7 +22,8 @@ missed one. A piece on page n+1 continues the table on page n only when all hold
 - the table ends in the lower part of its page and the piece starts in the upper
   part of its page;
 - both have the same number of columns and their left and right edges line up;
-- the piece has no caption of its own;
+- the piece has no caption of its own (the layout path links captions), other
+  than one that says the table is continued;
 - the piece's first rows repeat the table's header (they are dropped), or its
   first row is not a header: not marked as one, or, where every first row is
   marked (the model-free path marks the first row of every table), it holds a
@@ -300,8 +301,11 @@ def _continues(
     end, start = _box(doc, table.prov[-1]), _box(doc, piece.prov[0])
     if end is None or start is None or start.page != end.page + 1:
         return False
-    if piece.captions or piece.data.num_cols != table.data.num_cols:
+    if piece.data.num_cols != table.data.num_cols:
         return False
+    for ref in piece.captions:  # a caption of its own: a new table, unless "continued"
+        if not _CONTINUED.search(getattr(ref.resolve(doc), "text", "") or ""):
+            return False
     if not _lined_up(doc, end, start):
         return False
     if end.bottom < LOW_ON_PAGE * _page_size(doc, end.page)[1]:

@@ -209,3 +209,80 @@ def test_body_text_between_is_not_joined(tmp_path: Path) -> None:
         tmp_path / "text-between.pdf",
         _next_page_table(HEAD, _rows(38, 60), text="The second site survey is reported below,"),
     )
+
+
+def _layout_doc(piece_header: bool, caption: str | None) -> Any:
+    """A document as docling's layout path gives it: bottom-left boxes, running heads on
+    the furniture layer, header flags set by the table model, captions linked."""
+    from docling_core.types.doc import (
+        BoundingBox,
+        ContentLayer,
+        CoordOrigin,
+        DocItemLabel,
+        DoclingDocument,
+        ProvenanceItem,
+        Size,
+        TableCell,
+        TableData,
+    )
+
+    def data(rows: list[list[str]], header: bool) -> TableData:
+        cells = [
+            TableCell(
+                text=v,
+                start_row_offset_idx=r,
+                end_row_offset_idx=r + 1,
+                start_col_offset_idx=c,
+                end_col_offset_idx=c + 1,
+                column_header=header and r == 0,
+            )
+            for r, row in enumerate(rows)
+            for c, v in enumerate(row)
+        ]
+        return TableData(num_rows=len(rows), num_cols=len(rows[0]), table_cells=cells)
+
+    def prov(page: int, top: float, bottom: float) -> ProvenanceItem:
+        box = BoundingBox(
+            l=72, t=792 - top, r=540, b=792 - bottom, coord_origin=CoordOrigin.BOTTOMLEFT
+        )
+        return ProvenanceItem(page_no=page, bbox=box, charspan=(0, 0))
+
+    doc = DoclingDocument(name="layout")
+    for page in (1, 2):
+        doc.add_page(page_no=page, size=Size(width=612, height=792))
+        doc.add_text(
+            label=DocItemLabel.PAGE_HEADER,
+            text=f"Annual report, section {page}",  # differs per page: only its layer says furniture
+            prov=prov(page, 30, 40),
+            content_layer=ContentLayer.FURNITURE,
+        )
+    doc.add_table(data=data([HEAD, *_rows(1, 30)], True), prov=prov(1, 100, 740))
+    second = (
+        [HEAD, *_rows(30, 40)] if piece_header else [["Region 1", "Manager 1", "Farms", "Output"]]
+    )
+    piece = doc.add_table(data=data(second, piece_header), prov=prov(2, 80, 300))
+    if caption is not None:
+        item = doc.add_text(label=DocItemLabel.CAPTION, text=caption, prov=prov(2, 60, 72))
+        piece.captions.append(item.get_ref())
+    return doc
+
+
+@pytest.mark.parametrize(
+    ("piece_header", "caption", "joined"),
+    [
+        (True, None, True),  # the header repeated: dropped
+        (False, None, True),  # no header flag from a model that sets them: a continuation
+        (True, "Table 1 (continued)", True),
+        (True, "Table 2. Sites inspected in 2025", False),  # its own caption: a new table
+    ],
+)
+def test_layout_path_documents(piece_header: bool, caption: str | None, joined: bool) -> None:
+    from parsers.table_joins import join_continued_tables
+
+    doc, pages = join_continued_tables(_layout_doc(piece_header, caption))
+    assert (pages == [2]) is joined
+    assert len(doc.tables) == (1 if joined else 2)
+    if joined:
+        (table,) = doc.tables
+        assert _header(table) == HEAD
+        assert table.data.num_rows == (40 if piece_header else 31)
