@@ -134,6 +134,16 @@ class ParseSettings(_Section):
             "'offline' uses the model-free path; 'auto' picks layout when its models are present."
         ),
     )
+    join_continued_tables: bool = Field(
+        True,
+        description=(
+            "Join a PDF table continued on the next page (same columns, at the bottom of one "
+            "page and the top of the next with only page furniture between, its first row a "
+            "repeated header, dropped, or not a header) into one table, so every row is "
+            "chunked with its header; each join is listed in the parse warnings "
+            "(source table-joins). Off: one table per page."
+        ),
+    )
     artifacts_path: str = Field(
         "",
         description=(

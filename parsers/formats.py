@@ -142,7 +142,8 @@ FORMATS: tuple[FormatSpec, ...] = (
         PDF,
         "PDF: text layer with headings and tables; OCR for scans",
         # 2: OCR never replaces a page's text layer with less text.
-        version="2",
+        # 3: tables continued on the next page are joined (parsers.table_joins).
+        version="3",
         binary=True,
     ),
     FormatSpec(

@@ -545,7 +545,7 @@ class ParserPool:
             )
         from parsers.registry import _title
 
-        return merge_parts(path, outcome, count, metadata, _title)
+        return merge_parts(path, outcome, count, metadata, _title, settings.join_continued_tables)
 
     def _rescue(
         self,

@@ -277,10 +277,13 @@ def merge_parts(
     page_count: int,
     metadata: dict[str, Any],
     title: Callable[[Any, str], str],
+    join_tables: bool = True,
 ) -> ParsedDocument:
     """One ParsedDocument from the ranges' documents, pages in order and numbered as in
     the original; degraded and missing pages in its warnings, ``missing_pages`` and
-    ``status`` (``partial`` whenever a page was not read by the structured parser)."""
+    ``status`` (``partial`` whenever a page was not read by the structured parser).
+    With ``join_tables`` (``parse.join_continued_tables``), a table continued across
+    a range boundary is joined like one inside a range (``parsers.table_joins``)."""
     from docling_core.types.doc import DoclingDocument
 
     parts = sorted(outcome.parts, key=lambda part: part[0])
@@ -297,6 +300,11 @@ def merge_parts(
     merged = DoclingDocument(name=path.stem)
     merged._update_from_index(index)
     merged.name = path.stem
+    joined: list[int] = []
+    if join_tables:
+        from parsers.table_joins import join_continued_tables
+
+        merged, joined = join_continued_tables(merged)
     structured = [parsed for _first, parsed in parts if parsed.parser not in ("pdf-text", "ocr")]
     parser = structured[0].parser if structured else parts[0][1].parser
     warnings: list[ParseWarning] = []
@@ -309,6 +317,10 @@ def merge_parts(
             warnings.append(ParseWarning(w.source, w.message, page))
         missing.update(p + first - 1 for p in parsed.missing_pages)
     warnings += outcome.warnings
+    if joined:
+        from parsers.table_joins import join_warnings
+
+        warnings += join_warnings(joined)
     markdown = _markdown(merged)
     if not markdown.strip():
         raise ParseError(

@@ -55,6 +55,7 @@ class PdfBackend(TableBackend):
             **_ocr_settings(settings),
             **fingerprint_part(settings),
             "pdf_pipeline": settings.pdf_pipeline,
+            "join_continued_tables": settings.join_continued_tables,
         }
 
     def parse(self, path: Path, spec: FormatSpec, settings: ParseSettings) -> BackendResult:
@@ -65,8 +66,14 @@ class PdfBackend(TableBackend):
         if settings.pdf_pipeline == "layout" or (
             settings.pdf_pipeline == "auto" and layout_models_available(settings)
         ):
-            return parse_layout(path, settings)
-        return parse_offline(path, settings)
+            result = parse_layout(path, settings)
+        else:
+            result = parse_offline(path, settings)
+        if settings.join_continued_tables:
+            from parsers.table_joins import join_result_tables
+
+            result = join_result_tables(result)
+        return result
 
 
 class ImageBackend(TableBackend):

@@ -84,7 +84,10 @@ _BEFORE = {
     "xml": "17f572e1bddcdb07",
     "yaml": "0647cf2b013502a5",
 }
-_BEFORE_PDF_OFFLINE_NO_OCR = "bcf97a4d0441c86b"
+# Moved on purpose by issue #36 (tables continued on the next page are joined: PDF format
+# version 3 and parse.join_continued_tables in the PDF backend's fingerprint); it was
+# "bcf97a4d0441c86b". Every other format's fingerprint stays as it was.
+_BEFORE_PDF_OFFLINE_NO_OCR = "051e83cfde3700b0"
 
 
 def test_parser_fingerprints_did_not_move() -> None:

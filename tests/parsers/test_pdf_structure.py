@@ -7,7 +7,6 @@ that each rule is exercised on a page whose right answer is known.
 
 from __future__ import annotations
 
-import ctypes
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,6 +19,7 @@ from parsers.pdf.assemble import lines_to_document
 from parsers.pdf.blocks import Block
 from parsers.pdf.offline import parse_offline
 from parsers.pdf.primitives import Line, Word, fold_radicals, is_bold_face
+from tests.helpers.pdfdraw import Page, make_pdf
 
 
 def parse_pdf_offline(path: Path, settings: ParseSettings) -> tuple[Any, str, list[Any]]:
@@ -30,79 +30,6 @@ def parse_pdf_offline(path: Path, settings: ParseSettings) -> tuple[Any, str, li
 # --------------------------------------------------------------------------- #
 # Drawing test PDFs
 # --------------------------------------------------------------------------- #
-
-PAGE_W, PAGE_H = 612.0, 792.0
-
-
-class Page:
-    """Draw on a new PDF page with a top-left origin (y grows downwards)."""
-
-    def __init__(self, pdf: Any, page: Any) -> None:
-        self.pdf, self.page = pdf, page
-
-    def text(
-        self,
-        s: str,
-        x: float,
-        y: float,
-        font: str = "Helvetica",
-        size: float = 10,
-        stroked: bool = False,
-    ) -> None:
-        import pypdfium2.raw as c
-
-        obj = c.FPDFPageObj_NewTextObj(self.pdf.raw, font.encode(), ctypes.c_float(size))
-        buf = ctypes.create_string_buffer((s + "\0").encode("utf-16-le"))
-        c.FPDFText_SetText(obj, ctypes.cast(buf, ctypes.POINTER(c.FPDF_WCHAR)))
-        if stroked:  # filled, then stroked: how a face without a bold is emboldened
-            c.FPDFTextObj_SetTextRenderMode(obj, c.FPDF_TEXTRENDERMODE_FILL_STROKE)
-        c.FPDFPageObj_Transform(obj, 1, 0, 0, 1, x, PAGE_H - y)
-        c.FPDFPage_InsertObject(self.page.raw, obj)
-
-    def line(self, x0: float, y0: float, x1: float, y1: float) -> None:
-        import pypdfium2.raw as c
-
-        obj = c.FPDFPageObj_CreateNewPath(ctypes.c_float(x0), ctypes.c_float(PAGE_H - y0))
-        c.FPDFPath_LineTo(obj, ctypes.c_float(x1), ctypes.c_float(PAGE_H - y1))
-        c.FPDFPageObj_SetStrokeWidth(obj, ctypes.c_float(0.5))
-        c.FPDFPageObj_SetStrokeColor(obj, 0, 0, 0, 255)
-        c.FPDFPath_SetDrawMode(obj, 0, 1)
-        c.FPDFPage_InsertObject(self.page.raw, obj)
-
-    def paragraph(self, lines: list[str], y: float, font: str = "Times-Roman") -> float:
-        """Lines at 12 pt leading from ``y``; returns the y below the last one."""
-        for s in lines:
-            self.text(s, 72, y, font)
-            y += 12
-        return y
-
-    def white_box(self, x0: float, y0: float, x1: float, y1: float) -> None:
-        """A rectangle filled white, not stroked: the backdrop of a figure."""
-        import pypdfium2.raw as c
-
-        obj = c.FPDFPageObj_CreateNewRect(
-            ctypes.c_float(x0),
-            ctypes.c_float(PAGE_H - y1),
-            ctypes.c_float(x1 - x0),
-            ctypes.c_float(y1 - y0),
-        )
-        c.FPDFPageObj_SetFillColor(obj, 255, 255, 255, 255)
-        c.FPDFPath_SetDrawMode(obj, c.FPDF_FILLMODE_WINDING, 0)
-        c.FPDFPage_InsertObject(self.page.raw, obj)
-
-
-def make_pdf(path: Path, *pages: Callable[[Page], None]) -> Path:
-    import pypdfium2 as pdfium
-    import pypdfium2.raw as c
-
-    pdf = pdfium.PdfDocument.new()
-    for draw in pages:
-        page = pdf.new_page(PAGE_W, PAGE_H)
-        draw(Page(pdf, page))
-        c.FPDFPage_GenerateContent(page.raw)
-    pdf.save(str(path))
-    return path
-
 
 BODY = [
     "The review covers the operations of the quarter and the figures of each site",
