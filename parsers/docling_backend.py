@@ -68,6 +68,10 @@ def conversion_result(result: Any, parser: str) -> BackendResult:
     from docling.datamodel.base_models import ConversionStatus
 
     warnings = [ParseWarning(f"docling/{e.module_name}", e.error_message) for e in result.errors]
+    # What a reader of ours added after docling's own reading and could not
+    # (parsers.viewer_text): docling keeps the backend on the input document.
+    backend = getattr(result.input, "_backend", None)
+    warnings += [ParseWarning(*w) for w in getattr(backend, "supplement_warnings", None) or ()]
     if result.status not in (ConversionStatus.SUCCESS, ConversionStatus.PARTIAL_SUCCESS):
         detail = "; ".join(str(w) for w in warnings) or f"docling status {result.status.value}"
         raise ParseError(Category.CORRUPT, detail)

@@ -129,8 +129,10 @@ def heif_missing() -> str | None:
 _LO = "parsers.formats:libreoffice_missing"
 
 # docling's own readers that replace its defaults (docling_backend reads the option).
-_WORDS = "parsers.docx_words:WordsDocxBackend"  # no word split by a formatting run
-_CHARTS = "parsers.pptx_charts:ChartPptxBackend"  # charts read in full
+# Word: no word split by a formatting run; headers, footers, notes, altChunk parts read.
+_WORDS = "parsers.viewer_text:ViewerDocxBackend"
+# PowerPoint: charts read in full; layout/master text, SmartArt, speaker notes read.
+_CHARTS = "parsers.viewer_text:ViewerPptxBackend"
 _CELLS = "parsers.xlsx_cells:FormattedXlsxBackend"  # cells as formatted
 _STRICT = "parsers.docling_backend:strict_as_transitional"
 _ODF = "parsers.formats:odfdo_missing"
@@ -153,7 +155,8 @@ FORMATS: tuple[FormatSpec, ...] = (
         "Word (Strict OOXML converted by LibreOffice first)",
         fallback=UNSTRUCTURED,
         # 2: formatting runs never split a word; ruby keeps its base text.
-        version="2",
+        # 3: headers, footers, footnotes and altChunk parts in the text (issue #32).
+        version="3",
         binary=True,
         container="zip",
         main_part="word/",
@@ -165,8 +168,10 @@ FORMATS: tuple[FormatSpec, ...] = (
         "pptx",
         (".pptx", ".pptm", ".ppsx", ".potx"),
         DOCLING,
-        "PowerPoint (charts read as tables; Strict OOXML converted by LibreOffice first)",
+        "PowerPoint (charts read as tables; layout/master text, SmartArt and speaker notes"
+        " read; Strict OOXML converted by LibreOffice first)",
         fallback=UNSTRUCTURED,
+        version="2",  # 2: layout/master shapes, SmartArt and notes in the text (issue #32)
         binary=True,
         container="zip",
         main_part="ppt/",
@@ -197,7 +202,7 @@ FORMATS: tuple[FormatSpec, ...] = (
         "Word 97-2003",
         "LibreOffice",
         _LO,
-        version="2",  # as docx 2
+        version="3",  # as docx 3
         binary=True,
         options=_options(docling="DOC", docling_backend=_WORDS),
     ),
@@ -208,6 +213,7 @@ FORMATS: tuple[FormatSpec, ...] = (
         "PowerPoint 97-2003",
         "LibreOffice",
         _LO,
+        version="2",  # as pptx 2
         binary=True,
         options=_options(docling="PPT", docling_backend=_CHARTS),
     ),
@@ -419,7 +425,8 @@ FORMATS: tuple[FormatSpec, ...] = (
         # on a machine without LibreOffice; it decodes only Western code pages.
         fallback=UNSTRUCTURED,
         # 2: LibreOffice -> DOCX -> docling instead of pandoc.
-        version="2",
+        # 3: as docx 3 (headers, footers, footnotes in the text).
+        version="3",
         binary=True,
         options=_options(docling="RTF", docling_backend=_WORDS, unstructured="rtf"),
     ),

@@ -1,0 +1,370 @@
+"""The text a viewer shows that docling's Office readers leave out (issue #32).
+
+docling's PowerPoint and Word backends read a slide's own shapes and a document's body.
+What PowerPoint or Word also puts on the screen, and what this module adds:
+
+PowerPoint (``ViewerPptxBackend``; also ``.ppt`` after LibreOffice):
+
+- **Layout and master shapes.** Text in real shapes of a slide layout or master (a
+  confidentiality line, a banner, a caption beside a logo) shows on every slide that uses
+  it. Placeholders there are left out: their text is prompt text ("Click to edit Master
+  title style") that a slide replaces with its own. Each layout's and master's text is
+  added **once**, at the end of the first visible slide that shows it (a slide or layout
+  with ``showMasterSp="0"`` hides what lies below it), so chunks do not repeat it per slide.
+- **SmartArt.** A diagram's text lives in its data part (``ppt/diagrams/data*.xml``,
+  the ``dgm:t`` of each ``dgm:pt``), which python-pptx does not read. Each point's text is
+  one item at the end of the slide that holds the diagram.
+- **Speaker notes.** docling keeps them in its ``notes`` layer, out of the Markdown; they
+  are moved to the body after the slide's content (a hidden slide's stay where they are).
+
+Word (``ViewerDocxBackend``; also ``.doc``/``.rtf`` after LibreOffice):
+
+- **Headers, footers, footnotes and endnotes.** docling reads each distinct header and
+  footer part once (and every note), in its ``furniture`` layer, out of the Markdown; they
+  are moved to the body, where docling put them: after the document's text.
+- **altChunk.** A ``w:altChunk`` imports a whole part (HTML, XHTML, MHT or plain text)
+  into the document where it stands; docling skips it. Each is read by docling's own
+  HTML/MHTML reader and inserted in its place. Other kinds (RTF, a nested DOCX) are left
+  out with a warning.
+- Text boxes are docling's own reading (already in the body).
+
+Every addition is a bounded step after docling's reading: if one fails on an odd file,
+docling's document stays as it was and the failure is a parse warning
+(``supplement_warnings``, which ``parsers.docling_backend.conversion_result`` reports).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from parsers.docx_words import WordsDocxBackend
+from parsers.pptx_charts import ChartPptxBackend
+
+_log = logging.getLogger(__name__)
+
+_P = "http://schemas.openxmlformats.org/presentationml/2006/main"
+_A = "http://schemas.openxmlformats.org/drawingml/2006/main"
+_DGM = "http://schemas.openxmlformats.org/drawingml/2006/diagram"
+_R = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+_W = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+_NS = {"p": _P, "a": _A, "dgm": _DGM, "r": _R, "w": _W}
+# dgm:pt types that carry no text of their own (connections, presentation points).
+_NON_TEXT_POINTS = frozenset({"parTrans", "sibTrans", "pres", "doc"})
+
+
+def _safe_xml(blob: bytes) -> Any:
+    """An XML part parsed with no DTD loading, no entity expansion, no network."""
+    from lxml import etree
+
+    from parsers.safety import xml_dtd_problem
+
+    problem = xml_dtd_problem(blob[:65536], complete=len(blob) <= 65536)
+    if problem:
+        raise ValueError(f"XML part {problem}")
+    parser = etree.XMLParser(
+        resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False
+    )
+    return etree.fromstring(blob, parser)
+
+
+def _clean(text: str) -> str:
+    return " ".join(text.split())
+
+
+# -- PowerPoint ---------------------------------------------------------------------------
+
+
+def diagram_point_texts(data_xml: bytes) -> list[str]:
+    """The text of each point of a SmartArt data part, in the part's order."""
+    root = _safe_xml(data_xml)
+    out: list[str] = []
+    for pt in root.iterfind("dgm:ptLst/dgm:pt", _NS):
+        if pt.get("type") in _NON_TEXT_POINTS:
+            continue
+        paragraphs = [
+            _clean("".join(p.itertext())) for p in pt.iterfind("dgm:t/a:p", _NS)
+        ]
+        text = "\n".join(p for p in paragraphs if p)
+        if text:
+            out.append(text)
+    return out
+
+
+def slide_diagram_texts(slide: Any) -> list[tuple[Any, list[str]]]:
+    """(graphic frame element, point texts) of every SmartArt diagram on ``slide``."""
+    found = []
+    for rel_ids in slide._element.iterfind(".//p:graphicFrame//dgm:relIds", _NS):
+        rid = rel_ids.get(f"{{{_R}}}dm")
+        if not rid or rid not in slide.part.rels:
+            continue
+        texts = diagram_point_texts(slide.part.rels[rid].target_part.blob)
+        frame = next(a for a in rel_ids.iterancestors(f"{{{_P}}}graphicFrame"))
+        found.append((frame, texts))
+    return found
+
+
+def _shows_below(owner: Any) -> bool:
+    """Whether a slide or layout shows the shapes of its layout/master (``showMasterSp``)."""
+    return owner._element.get("showMasterSp") not in ("0", "false")
+
+
+def _non_placeholder_text_shapes(shapes: Any) -> list[Any]:
+    """Shapes with text that are not placeholders, groups opened, in z-order."""
+    from pptx.enum.shapes import MSO_SHAPE_TYPE
+
+    out = []
+    for shape in shapes:
+        if shape.is_placeholder:
+            continue
+        hidden = shape._element.xpath("./*/p:cNvPr/@hidden")
+        if hidden and hidden[0] in ("1", "true"):
+            continue
+        try:
+            kind = shape.shape_type
+        except NotImplementedError:
+            kind = None
+        if kind == MSO_SHAPE_TYPE.GROUP:
+            out += _non_placeholder_text_shapes(shape.shapes)
+        elif getattr(shape, "has_text_frame", False) and shape.text_frame.text.strip():
+            out.append(shape)
+    return out
+
+
+class ViewerPptxBackend(ChartPptxBackend):
+    """docling's PowerPoint backend (charts in full) with layout/master text, SmartArt
+    text and speaker notes in the body (see the module docstring)."""
+
+    supplement_warnings: list[tuple[str, str]]
+
+    def _walk_linear(self, pptx_obj: Any, doc: Any, *args: Any, **kwargs: Any) -> Any:
+        doc = super()._walk_linear(pptx_obj, doc, *args, **kwargs)
+        self.supplement_warnings = []
+        start = kwargs.get("start_page", args[1] if len(args) > 1 else 1) or 1
+        end = kwargs.get("end_page", args[2] if len(args) > 2 else None)
+        groups = {
+            g.name: g for g in doc.groups if g.name.startswith("slide-") and g.parent is not None
+        }
+        shown: set[str] = set()
+        for slide_ind, slide in list(enumerate(pptx_obj.slides))[start - 1 : end]:
+            group = groups.get(f"slide-{slide_ind}")
+            if group is None:
+                continue
+            try:
+                self._supplement_slide(slide, slide_ind, group, doc, shown)
+            except Exception as exc:  # never lose docling's reading over a supplement
+                _log.warning("slide %d: %s", slide_ind + 1, exc)
+                self.supplement_warnings.append(
+                    ("viewer-text", f"slide {slide_ind + 1}: layout/SmartArt/notes text: {exc}")
+                )
+        return doc
+
+    def _supplement_slide(
+        self, slide: Any, slide_ind: int, group: Any, doc: Any, shown: set[str]
+    ) -> None:
+        from docling_core.types.doc import ContentLayer, DocItemLabel, Size
+
+        hidden_slide = slide._element.get("show") in ("0", "false")
+        layer = ContentLayer.INVISIBLE if hidden_slide else ContentLayer.BODY
+        size = Size(width=self.pptx_obj.slide_width, height=self.pptx_obj.slide_height)
+        before = list(group.children)
+        notes = [
+            ref
+            for ref in before
+            if getattr(ref.resolve(doc), "content_layer", None) == ContentLayer.NOTES
+            and ref.resolve(doc).label == DocItemLabel.TEXT
+        ]
+
+        def add(shape: Any, text: str, item_layer: Any = layer) -> None:
+            prov = self._generate_prov(shape, slide_ind, text, size)
+            doc.add_text(
+                label=DocItemLabel.TEXT,
+                parent=group,
+                text=text,
+                prov=prov,
+                content_layer=item_layer,
+            )
+
+        for frame, texts in slide_diagram_texts(slide):
+            c_nv_pr = frame.find("p:nvGraphicFramePr/p:cNvPr", _NS)
+            hidden = c_nv_pr is not None and c_nv_pr.get("hidden") in ("1", "true")
+            frame_layer = ContentLayer.INVISIBLE if hidden else layer
+            shape = _FrameBox(frame)
+            for text in texts:
+                add(shape, text, frame_layer)
+
+        if not hidden_slide and _shows_below(slide):
+            layout = slide.slide_layout
+            owners = [layout]
+            if _shows_below(layout):
+                owners.append(layout.slide_master)
+            for owner in owners:
+                name = str(owner.part.partname)
+                if name in shown:
+                    continue
+                shown.add(name)
+                for shape in _non_placeholder_text_shapes(owner.shapes):
+                    for paragraph in shape.text_frame.paragraphs:
+                        text = _clean(paragraph.text)
+                        if text:
+                            add(shape, text)
+
+        added = [ref for ref in group.children if ref not in before]
+        if not hidden_slide:
+            for ref in notes:
+                ref.resolve(doc).content_layer = ContentLayer.BODY
+        if added and notes:  # the slide's own content and additions first, notes last
+            keep = [ref for ref in before if ref not in notes]
+            group.children = keep + added + notes
+
+
+class _FrameBox:
+    """The position of a graphic frame, as ``_generate_prov`` reads a shape's."""
+
+    def __init__(self, frame: Any) -> None:
+        off = frame.find("p:xfrm/a:off", _NS)
+        ext = frame.find("p:xfrm/a:ext", _NS)
+        self.left = int(off.get("x")) if off is not None else None
+        self.top = int(off.get("y")) if off is not None else None
+        self.width = int(ext.get("cx")) if ext is not None else None
+        self.height = int(ext.get("cy")) if ext is not None else None
+        if None in (self.left, self.top, self.width, self.height):
+            self.left = self.top = self.width = self.height = None
+        self._element = frame
+
+
+# -- Word ---------------------------------------------------------------------------------
+
+# The placeholder paragraph an altChunk becomes before docling reads the body.
+_MARK = "\u2063corpusflow-altchunk:{rid}\u2063"
+_MARK_RE = re.compile("^\u2063corpusflow-altchunk:(.+?)\u2063$")
+_HTML_TYPES = ("text/html", "application/xhtml+xml")
+_MHT_TYPES = ("message/rfc822", "multipart/related")
+
+
+def _mark_alt_chunks(document_part: Any) -> int:
+    """Replace each body-level ``w:altChunk`` by a paragraph naming its relationship."""
+    from lxml import etree
+
+    count = 0
+    for chunk in list(document_part.element.iter(f"{{{_W}}}altChunk")):
+        parent = chunk.getparent()
+        rid = chunk.get(f"{{{_R}}}id")
+        if parent is None or not rid:
+            continue
+        p = etree.Element(f"{{{_W}}}p")
+        r = etree.SubElement(p, f"{{{_W}}}r")
+        t = etree.SubElement(r, f"{{{_W}}}t")
+        t.text = _MARK.format(rid=rid)
+        parent.replace(chunk, p)
+        count += 1
+    return count
+
+
+def alt_chunk_document(blob: bytes, content_type: str, name: str) -> Any:
+    """An altChunk part as a DoclingDocument (docling's HTML/MHTML reader), or None
+    for a kind not read here."""
+    from parsers.docling_backend import convert_bytes
+
+    kind = content_type.split(";")[0].strip().lower()
+    if kind in _HTML_TYPES or name.lower().endswith((".htm", ".html", ".xhtml")):
+        return convert_bytes(blob, "altchunk", "HTML", ".html").doc
+    if kind in _MHT_TYPES or name.lower().endswith((".mht", ".mhtml")):
+        return convert_bytes(blob, "altchunk", "MHTML", ".mhtml").doc
+    if kind == "text/plain" or name.lower().endswith(".txt"):
+        from docling_core.types.doc import DocItemLabel, DoclingDocument
+
+        from parsers.textcodec import decode
+
+        text, _encoding = decode(blob, "altChunk text")
+        doc = DoclingDocument(name="altchunk")
+        for para in re.split(r"\n\s*\n", text):
+            if para.strip():
+                doc.add_text(label=DocItemLabel.TEXT, text=_clean(para))
+        return doc
+    return None
+
+
+class ViewerDocxBackend(WordsDocxBackend):
+    """docling's Word backend (whole words, ruby base text) with headers, footers, notes
+    and altChunk parts in the body (see the module docstring)."""
+
+    supplement_warnings: list[tuple[str, str]]
+
+    @staticmethod
+    def load_msword_file(*args: Any, **kwargs: Any) -> Any:
+        docx_obj = WordsDocxBackend.load_msword_file(*args, **kwargs)
+        if docx_obj is not None:
+            try:
+                _mark_alt_chunks(docx_obj.part)
+            except Exception as exc:  # the body as docling reads it
+                _log.warning("altChunk: %s", exc)
+        return docx_obj
+
+    def convert(self) -> Any:
+        doc = super().convert()
+        self.supplement_warnings = []
+        try:
+            self._insert_alt_chunks(doc)
+        except Exception as exc:
+            self.supplement_warnings.append(("viewer-text", f"altChunk: {exc}"))
+        self._drop_marks(doc)
+        try:
+            self._furniture_to_body(doc)
+        except Exception as exc:
+            self.supplement_warnings.append(("viewer-text", f"headers/footers: {exc}"))
+        return doc
+
+    def _marks(self, doc: Any) -> list[tuple[Any, str]]:
+        from docling_core.types.doc import ContentLayer
+
+        found = []
+        for item, _level in doc.iterate_items(included_content_layers=set(ContentLayer)):
+            match = _MARK_RE.match(getattr(item, "text", "") or "")
+            if match:
+                found.append((item, match.group(1)))
+        return found
+
+    def _insert_alt_chunks(self, doc: Any) -> None:
+        rels = self.docx_obj.part.rels
+        for item, rid in self._marks(doc):
+            if rid not in rels or rels[rid].is_external:
+                self.supplement_warnings.append(("viewer-text", f"altChunk {rid}: no part"))
+                continue
+            part = rels[rid].target_part
+            name = str(part.partname)
+            try:
+                sub = alt_chunk_document(part.blob, part.content_type, name)
+            except Exception as exc:
+                self.supplement_warnings.append(("viewer-text", f"altChunk {name}: {exc}"))
+                continue
+            if sub is None:
+                self.supplement_warnings.append(
+                    ("viewer-text", f"altChunk {name} ({part.content_type}) not read")
+                )
+                continue
+            if sub.body.children:
+                doc.insert_document(sub, sibling=item, after=True)
+
+    def _drop_marks(self, doc: Any) -> None:
+        marks = [item for item, _rid in self._marks(doc)]
+        if marks:
+            doc.delete_items(node_items=marks)
+
+    @staticmethod
+    def _furniture_to_body(doc: Any) -> None:
+        """docling's header, footer and note items (its furniture layer) into the body."""
+        from docling_core.types.doc import ContentLayer
+
+        items = [
+            item
+            for item, _level in doc.iterate_items(
+                with_groups=True,
+                traverse_pictures=True,
+                included_content_layers={ContentLayer.FURNITURE},
+            )
+        ]
+        for item in items:
+            if item.content_layer == ContentLayer.FURNITURE:
+                item.content_layer = ContentLayer.BODY
