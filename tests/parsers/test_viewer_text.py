@@ -1,0 +1,365 @@
+"""The text a viewer shows (issue #32): PowerPoint layout/master shapes, SmartArt and
+speaker notes; Word headers, footers, text boxes and altChunk parts.
+
+The files are written here: python-pptx / python-docx for the ordinary parts, then the
+parts those libraries cannot write (a SmartArt data part, an altChunk HTML part, shapes
+on a master) added as PowerPoint and Word write them. Every file goes through the
+product's ``parse_file``.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from parsers import parse_file
+
+_DGM_REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/diagramData"
+_DGM_TYPE = "application/vnd.openxmlformats-officedocument.drawingml.diagramData+xml"
+_ALT_REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/aFChunk"
+
+_POINT = (
+    '<dgm:pt modelId="{{{i}}}"><dgm:prSet/><dgm:spPr/><dgm:t><a:bodyPr/><a:lstStyle/>'
+    '<a:p><a:r><a:rPr lang="en-US"/><a:t>{text}</a:t></a:r></a:p></dgm:t></dgm:pt>'
+)
+_CONNECTION = '<dgm:pt modelId="{{c{i}}}" type="parTrans"><dgm:prSet/><dgm:spPr/></dgm:pt>'
+
+
+def _diagram_data(texts: list[str]) -> str:
+    points = "".join(_POINT.format(i=i + 1, text=t) for i, t in enumerate(texts))
+    points += "".join(_CONNECTION.format(i=i) for i in range(len(texts)))
+    return (
+        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+        '<dgm:dataModel xmlns:dgm="http://schemas.openxmlformats.org/drawingml/2006/diagram"'
+        ' xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"><dgm:ptLst>'
+        '<dgm:pt modelId="{0}" type="doc"><dgm:prSet/><dgm:spPr/><dgm:t><a:bodyPr/>'
+        '<a:lstStyle/><a:p><a:endParaRPr lang="en-US"/></a:p></dgm:t></dgm:pt>'
+        f"{points}</dgm:ptLst><dgm:cxnLst/><dgm:bg/><dgm:whole/></dgm:dataModel>"
+    )
+
+
+_FRAME = (
+    '<p:graphicFrame xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main"'
+    ' xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main">'
+    '<p:nvGraphicFramePr><p:cNvPr id="99" name="Diagram 1"/><p:cNvGraphicFramePr/><p:nvPr/>'
+    '</p:nvGraphicFramePr><p:xfrm><a:off x="914400" y="1828800"/><a:ext cx="6000000"'
+    ' cy="3000000"/></p:xfrm><a:graphic><a:graphicData'
+    ' uri="http://schemas.openxmlformats.org/drawingml/2006/diagram"><dgm:relIds'
+    ' xmlns:dgm="http://schemas.openxmlformats.org/drawingml/2006/diagram"'
+    ' xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"'
+    ' r:dm="rIdDgm1" r:lo="rIdDgm2" r:qs="rIdDgm3" r:cs="rIdDgm4"/></a:graphicData>'
+    "</a:graphic></p:graphicFrame>"
+)
+
+
+def _rewrite_zip(data: bytes, edits: dict[str, Any], extra: dict[str, bytes]) -> bytes:
+    """The package with ``edits[name](bytes) -> bytes`` applied and ``extra`` parts added."""
+    src = zipfile.ZipFile(io.BytesIO(data))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            body = src.read(info.filename)
+            if info.filename in edits:
+                body = edits[info.filename](body)
+            dst.writestr(info, body)
+        for name, body in extra.items():
+            dst.writestr(name, body)
+    return out.getvalue()
+
+
+def _with_smartart(data: bytes, slide_no: int, data_xml: str) -> bytes:
+    """A SmartArt diagram frame on slide ``slide_no`` with its data part."""
+    rel = f'<Relationship Id="rIdDgm1" Type="{_DGM_REL}" Target="../diagrams/data1.xml"/>'
+    override = f'<Override PartName="/ppt/diagrams/data1.xml" ContentType="{_DGM_TYPE}"/>'
+    return _rewrite_zip(
+        data,
+        {
+            f"ppt/slides/slide{slide_no}.xml": lambda b: b.replace(
+                b"</p:spTree>", _FRAME.encode() + b"</p:spTree>", 1
+            ),
+            f"ppt/slides/_rels/slide{slide_no}.xml.rels": lambda b: b.replace(
+                b"</Relationships>", rel.encode() + b"</Relationships>"
+            ),
+            "[Content_Types].xml": lambda b: b.replace(b"</Types>", override.encode() + b"</Types>"),
+        },
+        {"ppt/diagrams/data1.xml": data_xml.encode()},
+    )
+
+
+def _deck(
+    path: Path,
+    *,
+    master_text: bool = True,
+    smartart: str | None = None,
+    notes: bool = True,
+    hide_master_on_first: bool = False,
+) -> Path:
+    """Three slides on the 'Title and Content' layout; the layout and the master carry a
+    real text box each (not a placeholder); slide 1 has notes and a SmartArt diagram."""
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    prs = Presentation()
+    layout = prs.slide_layouts[1]
+    if master_text:
+        # python-pptx adds shapes to slides only: a text box made on a scratch slide is
+        # copied into the master's and the layout's shape tree, as PowerPoint stores it.
+        scratch = Presentation()
+        sheet = scratch.slides.add_slide(scratch.slide_layouts[6])
+        for owner, text in (
+            (prs.slide_master, "Zephyrine Confidential Masterline"),
+            (layout, "Layoutish Quarterwave Banner"),
+        ):
+            box = sheet.shapes.add_textbox(Inches(0.2), Inches(7), Inches(4), Inches(0.4))
+            box.text_frame.text = text
+            owner.shapes._spTree.append(copy.deepcopy(box._element))
+    for i in range(3):
+        slide = prs.slides.add_slide(layout)
+        slide.shapes.title.text = f"Slide title number {i}"
+        slide.placeholders[1].text = f"Body words of slide {i}"
+    if notes:
+        prs.slides[0].notes_slide.notes_text_frame.text = "Speaker notes mention Hyperborean"
+    if hide_master_on_first:
+        prs.slides[0]._element.set("showMasterSp", "0")
+    buf = io.BytesIO()
+    prs.save(buf)
+    data = buf.getvalue()
+    if smartart is not None:
+        data = _with_smartart(data, 1, smartart)
+    path.write_bytes(data)
+    return path
+
+
+def _sections(markdown: str) -> dict[str, str]:
+    """Markdown split at the slide titles: title -> the text up to the next one."""
+    out: dict[str, str] = {}
+    title = ""
+    for line in markdown.splitlines():
+        if line.startswith("# "):
+            title = line[2:].strip()
+            out[title] = ""
+        else:
+            out[title] = out.get(title, "") + line + "\n"
+    return out
+
+
+def test_pptx_master_layout_smartart_and_notes_read_once(tmp_path: Path) -> None:
+    deck = _deck(
+        tmp_path / "deck.pptx",
+        smartart=_diagram_data(["Kappaflux Discovery", "Omniverge Delivery"]),
+    )
+    doc = parse_file(deck)
+    md = doc.markdown
+    for text in (
+        "Zephyrine Confidential Masterline",
+        "Layoutish Quarterwave Banner",
+        "Kappaflux Discovery",
+        "Omniverge Delivery",
+        "Speaker notes mention Hyperborean",
+    ):
+        assert md.count(text) == 1, (text, md)
+    first = _sections(md)["Slide title number 0"]
+    # SmartArt and the layout/master text on the slide that shows them first, notes last.
+    order = [
+        first.index(t)
+        for t in (
+            "Body words of slide 0",
+            "Kappaflux Discovery",
+            "Omniverge Delivery",
+            "Layoutish Quarterwave Banner",
+            "Zephyrine Confidential Masterline",
+            "Speaker notes mention Hyperborean",
+        )
+    ]
+    assert order == sorted(order)
+    # The master's placeholders hold prompt text that no slide shows.
+    assert "Click to edit" not in md
+    assert not doc.warnings
+
+
+def test_pptx_master_text_goes_to_first_slide_that_shows_it(tmp_path: Path) -> None:
+    deck = _deck(tmp_path / "deck.pptx", notes=False, hide_master_on_first=True)
+    sections = _sections(parse_file(deck).markdown)
+    assert "Masterline" not in sections["Slide title number 0"]
+    assert sections["Slide title number 1"].count("Zephyrine Confidential Masterline") == 1
+    assert "Masterline" not in sections["Slide title number 2"]
+
+
+def test_pptx_master_text_in_one_chunk(tmp_path: Path, minilm_tokenizer: Any) -> None:
+    """The chunker sees the master text once, on the slide it was attributed to."""
+    from chunking import chunk_document
+    from common.settings import ChunkSettings
+
+    deck = _deck(tmp_path / "deck.pptx", notes=False)
+    chunks = chunk_document(parse_file(deck), "d", minilm_tokenizer, 128, ChunkSettings())
+    holding = [c for c in chunks.children if "Zephyrine" in c.text]
+    assert len(holding) == 1
+    assert list(holding[0].page_numbers) == [1]
+
+
+def test_pptx_broken_smartart_keeps_docling_text_and_warns(tmp_path: Path) -> None:
+    deck = _deck(tmp_path / "deck.pptx", smartart="<dgm:dataModel unclosed")
+    doc = parse_file(deck)
+    assert "Body words of slide 0" in doc.markdown
+    assert "Body words of slide 2" in doc.markdown
+    assert any(w.source == "viewer-text" and "slide 1" in w.message for w in doc.warnings)
+
+
+_TEXTBOX = (
+    '<w:p xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+    ' xmlns:v="urn:schemas-microsoft-com:vml"><w:r><w:pict><v:shape id="tb1"'
+    ' style="width:200pt;height:50pt" type="#_x0000_t202"><v:textbox><w:txbxContent><w:p>'
+    "<w:r><w:t>Textboxed Quillmoss remark</w:t></w:r></w:p></w:txbxContent></v:textbox>"
+    "</v:shape></w:pict></w:r></w:p>"
+)
+_ALT_CHUNK = (
+    '<w:altChunk xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+    ' xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"'
+    ' r:id="rIdAlt1"/>'
+)
+_HTML = (
+    b"<html><head><meta charset='utf-8'></head><body><h2>Imported Vexillary Section</h2>"
+    b"<p>Altchunk paragraph about Gorsebrook.</p>"
+    b"<table><tr><td>Cellone Brindle</td><td>42</td></tr></table></body></html>"
+)
+
+
+def _document(
+    path: Path,
+    *,
+    furniture: bool = True,
+    textbox: bool = True,
+    alt_chunk: tuple[str, str, bytes] | None = ("afchunk1.html", "text/html", _HTML),
+) -> Path:
+    """Heading and four paragraphs; a header and a footer; a text box after the first
+    paragraph; an altChunk (part name, content type, bytes) after the second."""
+    import docx
+    from lxml import etree
+
+    d = docx.Document()
+    if furniture:
+        d.sections[0].header.paragraphs[0].text = "Headerline Marsupial Holdings"
+        d.sections[0].footer.paragraphs[0].text = "Footerline Page Policy Nimbus"
+    d.add_heading("Main Heading", 1)
+    first = d.add_paragraph("First body paragraph.")
+    second = d.add_paragraph("Second body paragraph before chunk.")
+    d.add_paragraph("Last body paragraph.")
+    if textbox:
+        first._p.addnext(etree.fromstring(_TEXTBOX))
+    if alt_chunk is not None:
+        second._p.addnext(etree.fromstring(_ALT_CHUNK))
+    buf = io.BytesIO()
+    d.save(buf)
+    data = buf.getvalue()
+    if alt_chunk is not None:
+        name, content_type, body = alt_chunk
+        rel = f'<Relationship Id="rIdAlt1" Type="{_ALT_REL}" Target="{name}"/>'
+        override = f'<Override PartName="/word/{name}" ContentType="{content_type}"/>'
+        data = _rewrite_zip(
+            data,
+            {
+                "word/_rels/document.xml.rels": lambda b: b.replace(
+                    b"</Relationships>", rel.encode() + b"</Relationships>"
+                ),
+                "[Content_Types].xml": lambda b: b.replace(
+                    b"</Types>", override.encode() + b"</Types>"
+                ),
+            },
+            {f"word/{name}": body},
+        )
+    path.write_bytes(data)
+    return path
+
+
+def test_docx_header_footer_textbox_and_altchunk_read_once(tmp_path: Path) -> None:
+    doc = parse_file(_document(tmp_path / "doc.docx"))
+    md = doc.markdown
+    for text in (
+        "Headerline Marsupial Holdings",
+        "Footerline Page Policy Nimbus",
+        "Textboxed Quillmoss remark",
+        "Imported Vexillary Section",
+        "Altchunk paragraph about Gorsebrook.",
+        "Cellone Brindle",
+    ):
+        assert md.count(text) == 1, (text, md)
+    # The altChunk stands where it was in the body, its heading still a heading.
+    assert (
+        md.index("Second body paragraph before chunk.")
+        < md.index("## Imported Vexillary Section")
+        < md.index("Cellone Brindle")
+        < md.index("Last body paragraph.")
+        < md.index("Headerline Marsupial Holdings")
+    )
+    assert "\u2063" not in md and "corpusflow-altchunk" not in md
+    assert not doc.warnings
+
+
+def test_docx_altchunk_of_unread_kind_warns_and_keeps_body(tmp_path: Path) -> None:
+    rtf = (b"{\\rtf1\\ansi Rich text chunk}", "application/rtf")
+    path = _document(tmp_path / "doc.docx", alt_chunk=("afchunk1.rtf", rtf[1], rtf[0]))
+    doc = parse_file(path)
+    assert "Last body paragraph." in doc.markdown
+    assert "corpusflow-altchunk" not in doc.markdown
+    assert any(
+        w.source == "viewer-text" and "application/rtf" in w.message for w in doc.warnings
+    )
+
+
+def test_docx_altchunk_plain_text(tmp_path: Path) -> None:
+    text = (b"Plainchunk first paragraph.\n\nPlainchunk second paragraph.", "text/plain")
+    path = _document(tmp_path / "doc.docx", alt_chunk=("afchunk1.txt", text[1], text[0]))
+    md = parse_file(path).markdown
+    assert md.count("Plainchunk first paragraph.") == 1
+    assert md.index("Plainchunk second paragraph.") < md.index("Last body paragraph.")
+
+
+def _without_supplement(path: Path) -> str:
+    """The Markdown docling's readers as before issue #32 give (no supplement)."""
+    from docling.datamodel.base_models import InputFormat
+    from docling.document_converter import DocumentConverter, FormatOption
+    from docling.pipeline.simple_pipeline import SimplePipeline
+
+    from parsers.docx_words import WordsDocxBackend
+    from parsers.pptx_charts import ChartPptxBackend
+    from parsers.registry import stored_markdown
+
+    converter = DocumentConverter(
+        allowed_formats=[InputFormat.PPTX, InputFormat.DOCX],
+        format_options={
+            InputFormat.PPTX: FormatOption(pipeline_cls=SimplePipeline, backend=ChartPptxBackend),
+            InputFormat.DOCX: FormatOption(pipeline_cls=SimplePipeline, backend=WordsDocxBackend),
+        },
+    )
+    return stored_markdown(converter.convert(path).document)
+
+
+def test_plain_deck_and_document_unchanged(tmp_path: Path) -> None:
+    deck = _deck(tmp_path / "plain.pptx", master_text=False, notes=False)
+    document = _document(tmp_path / "plain.docx", furniture=False, alt_chunk=None)
+    for path in (deck, document):
+        before = _without_supplement(path)
+        assert "Body words of slide 1" in before or "Textboxed Quillmoss" in before
+        assert parse_file(path).markdown == before
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "pptx/powerpoint_sample.pptx",
+        "pptx/pptx_chart.pptx",
+        "docx/word_sample.docx",
+        "docx/unit_test_headers.docx",
+    ],
+)
+def test_shared_files_lose_nothing(shared_corpus: Path, name: str) -> None:
+    """On the shared files every line docling gave is still there, in its order."""
+    path = shared_corpus / name
+    before = [line for line in _without_supplement(path).splitlines() if line.strip()]
+    after = iter(line for line in parse_file(path).markdown.splitlines() if line.strip())
+    assert before and all(line in after for line in before)
