@@ -152,7 +152,8 @@ FORMATS: tuple[FormatSpec, ...] = (
         "docx",
         (".docx", ".docm", ".dotx", ".dotm"),
         DOCLING,
-        "Word (Strict OOXML converted by LibreOffice first)",
+        "Word (headers, footers, footnotes and altChunk parts read; Strict OOXML converted"
+        " by LibreOffice first)",
         fallback=UNSTRUCTURED,
         # 2: formatting runs never split a word; ruby keeps its base text.
         # 3: headers, footers, footnotes and altChunk parts in the text (issue #32).

@@ -83,9 +83,7 @@ def diagram_point_texts(data_xml: bytes) -> list[str]:
     for pt in root.iterfind("dgm:ptLst/dgm:pt", _NS):
         if pt.get("type") in _NON_TEXT_POINTS:
             continue
-        paragraphs = [
-            _clean("".join(p.itertext())) for p in pt.iterfind("dgm:t/a:p", _NS)
-        ]
+        paragraphs = [_clean("".join(p.itertext())) for p in pt.iterfind("dgm:t/a:p", _NS)]
         text = "\n".join(p for p in paragraphs if p)
         if text:
             out.append(text)
@@ -139,6 +137,8 @@ class ViewerPptxBackend(ChartPptxBackend):
     supplement_warnings: list[tuple[str, str]]
 
     def _walk_linear(self, pptx_obj: Any, doc: Any, *args: Any, **kwargs: Any) -> Any:
+        from docling_core.types.doc import Size
+
         doc = super()._walk_linear(pptx_obj, doc, *args, **kwargs)
         self.supplement_warnings = []
         start = kwargs.get("start_page", args[1] if len(args) > 1 else 1) or 1
@@ -147,12 +147,13 @@ class ViewerPptxBackend(ChartPptxBackend):
             g.name: g for g in doc.groups if g.name.startswith("slide-") and g.parent is not None
         }
         shown: set[str] = set()
+        size = Size(width=pptx_obj.slide_width, height=pptx_obj.slide_height)
         for slide_ind, slide in list(enumerate(pptx_obj.slides))[start - 1 : end]:
             group = groups.get(f"slide-{slide_ind}")
             if group is None:
                 continue
             try:
-                self._supplement_slide(slide, slide_ind, group, doc, shown)
+                self._supplement_slide(slide, slide_ind, group, doc, shown, size)
             except Exception as exc:  # never lose docling's reading over a supplement
                 _log.warning("slide %d: %s", slide_ind + 1, exc)
                 self.supplement_warnings.append(
@@ -161,13 +162,12 @@ class ViewerPptxBackend(ChartPptxBackend):
         return doc
 
     def _supplement_slide(
-        self, slide: Any, slide_ind: int, group: Any, doc: Any, shown: set[str]
+        self, slide: Any, slide_ind: int, group: Any, doc: Any, shown: set[str], size: Any
     ) -> None:
-        from docling_core.types.doc import ContentLayer, DocItemLabel, Size
+        from docling_core.types.doc import ContentLayer, DocItemLabel
 
         hidden_slide = slide._element.get("show") in ("0", "false")
         layer = ContentLayer.INVISIBLE if hidden_slide else ContentLayer.BODY
-        size = Size(width=self.pptx_obj.slide_width, height=self.pptx_obj.slide_height)
         before = list(group.children)
         notes = [
             ref

@@ -85,7 +85,9 @@ def _with_smartart(data: bytes, slide_no: int, data_xml: str) -> bytes:
             f"ppt/slides/_rels/slide{slide_no}.xml.rels": lambda b: b.replace(
                 b"</Relationships>", rel.encode() + b"</Relationships>"
             ),
-            "[Content_Types].xml": lambda b: b.replace(b"</Types>", override.encode() + b"</Types>"),
+            "[Content_Types].xml": lambda b: b.replace(
+                b"</Types>", override.encode() + b"</Types>"
+            ),
         },
         {"ppt/diagrams/data1.xml": data_xml.encode()},
     )
@@ -306,9 +308,7 @@ def test_docx_altchunk_of_unread_kind_warns_and_keeps_body(tmp_path: Path) -> No
     doc = parse_file(path)
     assert "Last body paragraph." in doc.markdown
     assert "corpusflow-altchunk" not in doc.markdown
-    assert any(
-        w.source == "viewer-text" and "application/rtf" in w.message for w in doc.warnings
-    )
+    assert any(w.source == "viewer-text" and "application/rtf" in w.message for w in doc.warnings)
 
 
 def test_docx_altchunk_plain_text(tmp_path: Path) -> None:
