@@ -4,13 +4,17 @@ Usage:
     python bench/words_recall.py DIR [--refs REFDIR] [--json OUT.json] [--ext rtf --ext doc ...]
     python bench/words_recall.py --compare BEFORE.json AFTER.json
 
-For every RTF, DOC, DOCX, XLS and XLSX file directly in DIR: LibreOffice (``soffice``) exports
-the reference text (Writer: UTF-8 text; Calc: CSV of every sheet with the cells as shown), and
+For every RTF, DOC, DOCX, XLS, XLSX, PPT and PPTX file directly in DIR: LibreOffice
+(``soffice``) exports the reference text (Writer: UTF-8 text; Calc: CSV of every sheet with the
+cells as shown; Impress: PDF, read with ``pdftotext``: the slides as shown, master and layout
+shapes and SmartArt included, speaker notes not), and
 corpusflow parses the file (``ParserPool``: the same isolation as an ingest). Recall is the
 share of the reference's words (the shared definition in ../shared/tools/parse_metrics.py:
 case-folded word tokens, as a bag) that the stored Markdown holds; a failed file counts 0 and
 shows its category. References are cached in REFDIR (default DIR/.lo-refs) so a second run
 only parses. ``--compare`` prints per-format means and the files that changed between runs.
+``distinct`` beside ``recall`` is the share of the reference's distinct words found: text
+shown on every slide (a master's footer) counts once there, as corpusflow stores it once.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ sys.path.insert(0, str(REPO))
 
 WRITER = {".rtf", ".doc", ".docx"}
 CALC = {".xls", ".xlsx"}
+IMPRESS = {".ppt", ".pptx"}
 # Calc CSV export: comma, double quote, UTF-8, first line 1, cells "as shown" (formatted),
 # every sheet to its own file (the last token, -1; LibreOffice >= 7.2).
 CSV_FILTER = "csv:Text - txt - csv (StarCalc):44,34,76,1,,0,false,true,true,false,false,-1"
@@ -50,11 +55,18 @@ def reference(path: Path, refs: Path) -> str | None:
     suffix = path.suffix.lower()
     with tempfile.TemporaryDirectory() as tmp:
         target = "txt:Text (encoded):UTF8" if suffix in WRITER else CSV_FILTER
+        if suffix in IMPRESS:
+            target = "pdf"
         cmd = ["soffice", f"-env:UserInstallation=file://{tmp}/profile", "--headless"]
         cmd += ["--convert-to", target, "--outdir", f"{tmp}/out", str(path)]
         with contextlib.suppress(subprocess.TimeoutExpired):
             subprocess.run(cmd, capture_output=True, timeout=120, check=False)
         outs = sorted(Path(tmp, "out").glob("*")) if Path(tmp, "out").exists() else []
+        if suffix in IMPRESS:
+            for pdf in outs:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    subprocess.run(["pdftotext", "-enc", "UTF-8", str(pdf)], timeout=120)
+            outs = sorted(Path(tmp, "out").glob("*.txt"))
         text = "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in outs)
     refs.mkdir(parents=True, exist_ok=True)
     cached.write_text(text if outs else "\0", encoding="utf-8")
@@ -87,20 +99,23 @@ def measure(folder: Path, refs: Path, exts: set[str]) -> list[dict[str, object]]
             common = sum((words(out) & ref_words).values())
             row["ref_words"] = sum(ref_words.values())
             row["recall"] = round(common / sum(ref_words.values()), 4)
+            row["distinct"] = round(len(set(words(out)) & set(ref_words)) / len(ref_words), 4)
             rows.append(row)
             print(f"{row['recall']:.3f} {row['status']:<10} {path.name}", flush=True)
     return rows
 
 
-def summary(rows: list[dict[str, object]]) -> dict[str, tuple[int, float, int]]:
-    """Per kind: files, mean recall, files not indexed."""
+def summary(
+    rows: list[dict[str, object]], key: str = "recall"
+) -> dict[str, tuple[int, float, int]]:
+    """Per kind: files, mean recall (``key``: recall or distinct), files not indexed."""
     kinds: dict[str, list[dict[str, object]]] = {}
     for row in rows:
         kinds.setdefault(str(row["kind"]), []).append(row)
     return {
         kind: (
             len(rs),
-            statistics.mean(float(str(r["recall"])) for r in rs),
+            statistics.mean(float(str(r.get(key, r["recall"]))) for r in rs),
             sum(r["status"] != "indexed" for r in rs),
         )
         for kind, rs in sorted(kinds.items())
@@ -108,9 +123,10 @@ def summary(rows: list[dict[str, object]]) -> dict[str, tuple[int, float, int]]:
 
 
 def print_summary(rows: list[dict[str, object]]) -> None:
-    print("kind  files  mean recall  not indexed")
+    print("kind  files  mean recall  distinct  not indexed")
+    distinct = summary(rows, "distinct")
     for kind, (n, mean, failed) in summary(rows).items():
-        print(f"{kind:<5} {n:>5}  {mean:>11.3f}  {failed:>11}")
+        print(f"{kind:<5} {n:>5}  {mean:>11.3f}  {distinct[kind][1]:>8.3f}  {failed:>11}")
 
 
 def compare(before: Path, after: Path) -> None:
@@ -118,11 +134,16 @@ def compare(before: Path, after: Path) -> None:
     b = {str(r["file"]): r for r in json.loads(after.read_text())}
     common = sorted(set(a) & set(b))
     sa, sb = summary([a[f] for f in common]), summary([b[f] for f in common])
-    print("kind  files  before  after   not indexed before -> after")
+    da = summary([a[f] for f in common], "distinct")
+    db = summary([b[f] for f in common], "distinct")
+    print("kind  files  before  after   distinct before  after   not indexed before -> after")
     for kind in sa:
         n, ma, fa = sa[kind]
         _, mb, fb = sb[kind]
-        print(f"{kind:<5} {n:>5}  {ma:.3f}   {mb:.3f}   {fa} -> {fb}")
+        print(
+            f"{kind:<5} {n:>5}  {ma:.3f}   {mb:.3f}   {da[kind][1]:>15.3f}  {db[kind][1]:.3f}"
+            f"   {fa} -> {fb}"
+        )
     print("\nchanged files (recall before -> after):")
     for f in common:
         ra, rb = float(str(a[f]["recall"])), float(str(b[f]["recall"]))
@@ -135,7 +156,9 @@ def main() -> None:
     ap.add_argument("folder", nargs="?")
     ap.add_argument("--refs", help="reference cache (default FOLDER/.lo-refs)")
     ap.add_argument("--json", help="write per-file rows here")
-    ap.add_argument("--ext", action="append", default=[], help="rtf, doc, docx, xls, xlsx")
+    ap.add_argument(
+        "--ext", action="append", default=[], help="rtf, doc, docx, xls, xlsx, ppt, pptx"
+    )
     ap.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"))
     args = ap.parse_args()
     if args.compare:

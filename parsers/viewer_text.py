@@ -93,10 +93,12 @@ def diagram_point_texts(data_xml: bytes) -> list[str]:
 def slide_diagram_texts(slide: Any) -> list[tuple[Any, list[str]]]:
     """(graphic frame element, point texts) of every SmartArt diagram on ``slide``."""
     found = []
+    seen: set[str] = set()  # a frame in both branches of an mc:AlternateContent: once
     for rel_ids in slide._element.iterfind(".//p:graphicFrame//dgm:relIds", _NS):
         rid = rel_ids.get(f"{{{_R}}}dm")
-        if not rid or rid not in slide.part.rels:
+        if not rid or rid not in slide.part.rels or rid in seen:
             continue
+        seen.add(rid)
         texts = diagram_point_texts(slide.part.rels[rid].target_part.blob)
         frame = next(a for a in rel_ids.iterancestors(f"{{{_P}}}graphicFrame"))
         found.append((frame, texts))
@@ -243,23 +245,46 @@ _HTML_TYPES = ("text/html", "application/xhtml+xml")
 _MHT_TYPES = ("message/rfc822", "multipart/related")
 
 
-def _mark_alt_chunks(document_part: Any) -> int:
-    """Replace each body-level ``w:altChunk`` by a paragraph naming its relationship."""
+def _paragraph(text: str) -> Any:
     from lxml import etree
 
-    count = 0
+    p = etree.Element(f"{{{_W}}}p")
+    r = etree.SubElement(p, f"{{{_W}}}r")
+    t = etree.SubElement(r, f"{{{_W}}}t")
+    t.text = text
+    return p
+
+
+def _mark_alt_chunks(document_part: Any) -> int:
+    """Replace each ``w:altChunk`` of the body by a paragraph naming its relationship
+    (``ViewerDocxBackend.convert`` puts the part's reading there). One inside a table
+    cell or a content control, where docling reads plain text, becomes the part's text
+    as plain paragraphs. Returns how many were left as they were (not readable)."""
+    left = 0
+    body = document_part.element.body
     for chunk in list(document_part.element.iter(f"{{{_W}}}altChunk")):
         parent = chunk.getparent()
         rid = chunk.get(f"{{{_R}}}id")
         if parent is None or not rid:
+            left += 1
             continue
-        p = etree.Element(f"{{{_W}}}p")
-        r = etree.SubElement(p, f"{{{_W}}}r")
-        t = etree.SubElement(r, f"{{{_W}}}t")
-        t.text = _MARK.format(rid=rid)
-        parent.replace(chunk, p)
-        count += 1
-    return count
+        if parent is body:
+            parent.replace(chunk, _paragraph(_MARK.format(rid=rid)))
+            continue
+        try:
+            part = document_part.rels[rid].target_part
+            sub = alt_chunk_document(part.blob, part.content_type, str(part.partname))
+        except Exception:  # the part is missing or unreadable: left as docling sees it
+            sub = None
+        if sub is None:
+            left += 1
+            continue
+        paragraphs = [_clean(p) for p in re.split(r"\n\s*\n", sub.export_to_text()) if p.strip()]
+        position = parent.index(chunk)
+        parent.remove(chunk)
+        for offset, text in enumerate(paragraphs):
+            parent.insert(position + offset, _paragraph(text))
+    return left
 
 
 def alt_chunk_document(blob: bytes, content_type: str, name: str) -> Any:
@@ -298,7 +323,7 @@ class ViewerDocxBackend(WordsDocxBackend):
         if docx_obj is not None:
             try:
                 _mark_alt_chunks(docx_obj.part)
-            except Exception as exc:  # the body as docling reads it
+            except Exception as exc:  # the body as docling reads it (convert warns)
                 _log.warning("altChunk: %s", exc)
         return docx_obj
 
@@ -310,6 +335,9 @@ class ViewerDocxBackend(WordsDocxBackend):
         except Exception as exc:
             self.supplement_warnings.append(("viewer-text", f"altChunk: {exc}"))
         self._drop_marks(doc)
+        left = len(list(self.docx_obj.part.element.iter(f"{{{_W}}}altChunk")))
+        if left:
+            self.supplement_warnings.append(("viewer-text", f"{left} altChunk part(s) not read"))
         try:
             self._furniture_to_body(doc)
         except Exception as exc:
@@ -348,9 +376,16 @@ class ViewerDocxBackend(WordsDocxBackend):
                 doc.insert_document(sub, sibling=item, after=True)
 
     def _drop_marks(self, doc: Any) -> None:
+        """Remove the placeholder paragraphs (and any mark docling joined to other text)."""
         marks = [item for item, _rid in self._marks(doc)]
         if marks:
             doc.delete_items(node_items=marks)
+        for item in doc.texts:
+            if "\u2063corpusflow-altchunk:" in item.text:
+                item.text = _clean(
+                    re.sub("\u2063corpusflow-altchunk:[^\u2063]*\u2063", " ", item.text)
+                )
+                item.orig = item.text
 
     @staticmethod
     def _furniture_to_body(doc: Any) -> None:

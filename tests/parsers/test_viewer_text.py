@@ -237,6 +237,7 @@ def _document(
     furniture: bool = True,
     textbox: bool = True,
     alt_chunk: tuple[str, str, bytes] | None = ("afchunk1.html", "text/html", _HTML),
+    chunk_in_cell: bool = False,
 ) -> Path:
     """Heading and four paragraphs; a header and a footer; a text box after the first
     paragraph; an altChunk (part name, content type, bytes) after the second."""
@@ -253,7 +254,11 @@ def _document(
     d.add_paragraph("Last body paragraph.")
     if textbox:
         first._p.addnext(etree.fromstring(_TEXTBOX))
-    if alt_chunk is not None:
+    if alt_chunk is not None and chunk_in_cell:
+        cell = d.add_table(rows=1, cols=2).cell(0, 1)
+        cell.paragraphs[0]._p.addnext(etree.fromstring(_ALT_CHUNK))
+        d.tables[0].cell(0, 0).text = "Tablecell Left"
+    elif alt_chunk is not None:
         second._p.addnext(etree.fromstring(_ALT_CHUNK))
     buf = io.BytesIO()
     d.save(buf)
@@ -300,6 +305,15 @@ def test_docx_header_footer_textbox_and_altchunk_read_once(tmp_path: Path) -> No
     )
     assert "\u2063" not in md and "corpusflow-altchunk" not in md
     assert not doc.warnings
+
+
+def test_docx_altchunk_in_a_table_cell_read_as_text(tmp_path: Path) -> None:
+    doc = parse_file(_document(tmp_path / "doc.docx", chunk_in_cell=True))
+    md = doc.markdown
+    assert md.count("Altchunk paragraph about Gorsebrook.") == 1
+    table = next(line for line in md.splitlines() if "Tablecell Left" in line)
+    assert "Gorsebrook" in table and "Cellone Brindle" in table
+    assert "corpusflow-altchunk" not in md and not doc.warnings
 
 
 def test_docx_altchunk_of_unread_kind_warns_and_keeps_body(tmp_path: Path) -> None:
