@@ -148,7 +148,7 @@ class ViewerPptxBackend(ChartPptxBackend):
         groups = {
             g.name: g for g in doc.groups if g.name.startswith("slide-") and g.parent is not None
         }
-        shown: set[str] = set()
+        shown: set[str] = set()  # layout/master part names and the lines read from them
         size = Size(width=pptx_obj.slide_width, height=pptx_obj.slide_height)
         for slide_ind, slide in list(enumerate(pptx_obj.slides))[start - 1 : end]:
             group = groups.get(f"slide-{slide_ind}")
@@ -209,7 +209,10 @@ class ViewerPptxBackend(ChartPptxBackend):
                 for shape in _non_placeholder_text_shapes(owner.shapes):
                     for paragraph in shape.text_frame.paragraphs:
                         text = _clean(paragraph.text)
-                        if text:
+                        # the same line on several layouts (a footer box copied to
+                        # each) is read once too
+                        if text and f"\0{text}" not in shown:
+                            shown.add(f"\0{text}")
                             add(shape, text)
 
         added = [ref for ref in group.children if ref not in before]

@@ -192,6 +192,28 @@ def test_pptx_master_text_goes_to_first_slide_that_shows_it(tmp_path: Path) -> N
     assert "Masterline" not in sections["Slide title number 2"]
 
 
+def test_pptx_same_box_on_two_layouts_read_once(tmp_path: Path) -> None:
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    prs = Presentation()
+    scratch = Presentation()
+    sheet = scratch.slides.add_slide(scratch.slide_layouts[6])
+    box = sheet.shapes.add_textbox(Inches(0.2), Inches(7), Inches(4), Inches(0.4))
+    box.text_frame.text = "Copied Footerbox Strictly Internal"
+    for index in (5, 6):  # "Title Only" and "Blank", as a template copies a box to each
+        prs.slide_layouts[index].shapes._spTree.append(copy.deepcopy(box._element))
+        slide = prs.slides.add_slide(prs.slide_layouts[index])
+        if slide.shapes.title is not None:
+            slide.shapes.title.text = "Titled slide"
+        else:
+            slide.shapes.add_textbox(Inches(1), Inches(1), Inches(4), Inches(1)).text = "Blank one"
+    prs.save(tmp_path / "deck.pptx")
+    md = parse_file(tmp_path / "deck.pptx").markdown
+    assert md.count("Copied Footerbox Strictly Internal") == 1
+    assert "Blank one" in md
+
+
 def test_pptx_master_text_in_one_chunk(tmp_path: Path, minilm_tokenizer: Any) -> None:
     """The chunker sees the master text once, on the slide it was attributed to."""
     from chunking import chunk_document
