@@ -209,11 +209,13 @@ class ViewerPptxBackend(ChartPptxBackend):
                 for shape in _non_placeholder_text_shapes(owner.shapes):
                     for paragraph in shape.text_frame.paragraphs:
                         text = _clean(paragraph.text)
-                        # the same line on several layouts (a footer box copied to
-                        # each) is read once too
-                        if text and f"\0{text}" not in shown:
-                            shown.add(f"\0{text}")
-                            add(shape, text)
+                        # The same line on several layouts (a footer box copied to each)
+                        # is read once too; a slide-number field alone ("‹#›") has no
+                        # words to read.
+                        if not any(c.isalnum() for c in text) or f"\0{text}" in shown:
+                            continue
+                        shown.add(f"\0{text}")
+                        add(shape, text)
 
         added = [ref for ref in group.children if ref not in before]
         if not hidden_slide:
