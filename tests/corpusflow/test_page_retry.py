@@ -189,7 +189,9 @@ def test_retry_failed_pages_fills_in_the_missing_page_and_touches_no_other_chunk
     for e in embedders:
         e.texts.clear()
     start = time.monotonic()
-    result = CliRunner().invoke(app, ["retry-failed", str(corpus), "--config", str(config), "--pages"])
+    result = CliRunner().invoke(
+        app, ["retry-failed", str(corpus), "--config", str(config), "--pages"]
+    )
     took = time.monotonic() - start
     assert result.exit_code == 0, result.output
     assert "missing pages" in result.output
