@@ -29,7 +29,9 @@ from tests.helpers.invariants import assert_nothing_lost
 from tests.helpers.pdfgen import write_pdf
 
 FAULT_ENV = "CORPUSFLOW_TEST_PAGE_FAULT"
-MARK = "CRASH-HERE"
+# What a marked page does while the fault is on, by its mark.
+MARKS = {"crash": "CRASH-HERE", "hang": "HANG-HERE", "memory": "MEMORY-HOG"}
+MARK = MARKS["crash"]
 PAGES = 6
 BAD = 3
 
@@ -39,24 +41,41 @@ def _fault_on() -> bool:
     return bool(flag) and Path(flag).exists()
 
 
-def _marked(path: Path) -> bool:
+def _text(path: Path) -> str:
     import pypdfium2 as pdfium
 
     from parsers.pages import is_pdf
 
     if not is_pdf(path):
-        return False
+        return ""
     pdf = pdfium.PdfDocument(str(path))
     try:
-        return any(MARK in pdf[i].get_textpage().get_text_range() for i in range(len(pdf)))
+        return "".join(pdf[i].get_textpage().get_text_range() for i in range(len(pdf)))
     finally:
         pdf.close()
 
 
-def crashing_parse(path: Path, settings: ParseSettings, metadata: dict[str, Any]) -> ParsedDocument:
-    """Aborts on a PDF holding the marked page while the fault is on; else the real parser."""
-    if _fault_on() and _marked(Path(path)):
+def _misbehave(path: Path) -> None:
+    """While the fault is on, on a PDF holding a marked page: abort, hang, or eat memory
+    until the pool's cap kills the child."""
+    if not _fault_on():
+        return
+    text = _text(Path(path))
+    if MARKS["crash"] in text:
         os.abort()
+    if MARKS["hang"] in text:
+        time.sleep(3600)
+    if MARKS["memory"] in text:
+        hog = []
+        for _ in range(64):  # up to 4 GiB, written so it is resident; the cap stops it
+            hog.append(bytearray(b"x") * (64 << 20))
+            time.sleep(0.02)
+        time.sleep(3600)
+
+
+def crashing_parse(path: Path, settings: ParseSettings, metadata: dict[str, Any]) -> ParsedDocument:
+    """Misbehaves on a PDF holding a marked page while the fault is on; else the real parser."""
+    _misbehave(Path(path))
     from parsers.registry import parse_file
 
     return parse_file(path, settings, metadata)
@@ -68,8 +87,7 @@ def _install_text_layer_fault() -> None:
     real = pages._text_layer
 
     def text_layer(page_pdf: Path) -> ParsedDocument:
-        if _fault_on() and _marked(page_pdf):
-            os.abort()
+        _misbehave(page_pdf)
         return real(page_pdf)
 
     pages._text_layer = text_layer
@@ -99,13 +117,13 @@ class CountingEmbedder:
         return self.inner.embed(texts, batch_size)
 
 
-def _manual(path: Path) -> Path:
+def _manual(path: Path, mark: str = MARK) -> Path:
     pages = []
     for p in range(1, PAGES + 1):
         lines = [(16, f"Section {p}: pump station {p}")]
         lines += [(10, f"Page {p} line {k}: inspection record {p * 100 + k}.") for k in (1, 2)]
         if p == BAD:
-            lines.append((10, f"{MARK} valve seal torque 42 newton metres."))
+            lines.append((10, f"{mark} valve seal torque 42 newton metres."))
         pages.append(lines)
     return write_pdf(path, pages)
 
@@ -223,3 +241,49 @@ def test_retry_failed_pages_fills_in_the_missing_page_and_touches_no_other_chunk
         str(corpus), settings, only_failed=True, kind="retry-failed", pages=True
     ).refresh(InProcessExecutor())
     assert (again.page_retries, again.chunks_written) == (0, 0)
+
+
+@pytest.mark.parametrize("fault", ["hang", "memory"])
+def test_a_page_that_hung_or_blew_the_memory_cap_is_filled_in_by_a_page_retry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fault: str
+) -> None:
+    """The same at the parser level for the other two faults: the page (and its text
+    layer) hangs past its deadline or goes over the memory cap, is missing with its
+    bundle; after the fix, ``parse_pages`` reads it alone and the document is whole."""
+    flag = tmp_path / "fault-on"
+    flag.touch()
+    monkeypatch.setenv(FAULT_ENV, str(flag))
+    pdf = _manual(tmp_path / f"{fault}.pdf", MARKS[fault])
+    repro = tmp_path / "repro"
+    limits: dict[str, Any] = (
+        {"timeout_s": 8, "page_timeout_min_s": 3} if fault == "hang" else {"memory_limit_mb": 1200}
+    )
+    settings = ParseSettings(
+        **{"timeout_s": 20, "page_timeout_min_s": 4, **limits},
+        nice=0,
+        ocr=False,
+        pdf_pipeline="offline",
+        repro_dir=str(repro),
+    )
+    with ParserPool(settings, target=f"{__name__}:crashing_parse") as pool:
+        first = pool.parse(pdf)
+        assert (first.status, first.missing_pages) == ("partial", (BAD,))
+        assert all(f"Page {p} line 1" in first.markdown for p in range(1, PAGES + 1) if p != BAD)
+        assert len(list(repro.glob(f"*/page-{BAD:05d}.*"))) == 2
+        flag.unlink()
+        jobs: list[Any] = []
+        real_job = ParserPool._job
+
+        def counted(self: ParserPool, slot: Any, path: str, metadata: Any, task: Any = None,
+                    timeout_s: Any = None) -> Any:  # fmt: skip
+            jobs.append(task)
+            return real_job(self, slot, path, metadata, task, timeout_s)
+
+        monkeypatch.setattr(ParserPool, "_job", counted)
+        doc = pool.parse_pages(pdf, first)
+    assert jobs == [{"kind": "range", "first": BAD, "last": BAD}]
+    assert (doc.status, doc.missing_pages) == ("success", ())
+    assert f"{MARKS[fault]} valve seal" in doc.markdown
+    lines = [t.prov[0].page_no for t in doc.to_docling().texts if "line 1" in t.text]
+    assert lines == list(range(1, PAGES + 1))
+    assert not list(repro.glob(f"*/page-{BAD:05d}.*"))
