@@ -231,6 +231,9 @@ def test_retry_failed_pages_fills_in_the_missing_page_and_touches_no_other_chunk
     encoded = sum(len(e.texts) for e in embedders)
     assert 0 < encoded <= len(new), (encoded, len(new))
     assert not list(repro.glob(f"*/page-{BAD:05d}.*"))  # the bundle went with the fault
+    row = rows["manual.pdf"]
+    hit = Store(str(db)).caches.get_parsed(row["content_sha256"], [row["parser_fingerprint"]])
+    assert hit is not None and ParsedDocument.from_json(hit[1]).missing_pages == ()  # replaced
     print(
         f"page retry: {len(jobs)} page job(s), {encoded} of {len(after)} chunks embedded "
         f"({len(new)} new, {len(gone)} replaced), {took:.1f}s"
