@@ -144,6 +144,7 @@ def _refresh(
     force_delete: bool = False,
     only_failed: bool = False,
     accept: Any = None,
+    pages: bool = False,
 ) -> dict[str, Any]:
     """Plan in this process, then ask for the executor the plan needs
     (``_choose_executor``): a refresh with nothing to parse, or a few documents
@@ -153,7 +154,9 @@ def _refresh(
     from corpusflow.engine import RefreshEngine
 
     kind = "retry-failed" if only_failed else "accept-held" if accept is not None else "refresh"
-    engine = RefreshEngine(source, settings, force_delete, only_failed, kind=kind, accept=accept)
+    engine = RefreshEngine(
+        source, settings, force_delete, only_failed, kind=kind, accept=accept, pages=pages
+    )
     here = executors.parses_here(settings)
     if here:
         engine.prestart_parsers()
@@ -216,7 +219,12 @@ def _print_report(report: dict[str, Any]) -> None:
         table.add_column(col, justify="right")
     table.add_row(
         str(report["new"]),
-        str(report["changed"] + report["retried"] + report["rechunked"]),
+        str(
+            report["changed"]
+            + report["retried"]
+            + report["rechunked"]
+            + report.get("page_retries", 0)
+        ),
         str(report["unchanged"]),
         str(report["deleted"]),
         str(report["failed"]),
@@ -248,6 +256,12 @@ def _print_report(report: dict[str, Any]) -> None:
         console.print(
             f"changed includes {report['retried']} retried failures and "
             f"{report['rechunked']} re-chunked for new settings"
+        )
+    if report.get("page_retries"):
+        console.print(
+            f"changed includes {report['page_retries']} partial document(s) whose missing pages "
+            "were parsed again (no other page re-parsed; `corpusflow status` lists pages "
+            "still missing)"
         )
     if report.get("embedded") or report.get("embed_cache_hits"):
         console.print(
@@ -568,11 +582,23 @@ def retry_failed(
     db: DbOpt = None,
     config: ConfigOpt = None,
     collection: CollectionOpt = None,
+    pages: Annotated[
+        bool,
+        typer.Option(
+            "--pages",
+            help="Also parse again the missing pages of documents indexed with pages "
+            "missing (ledger category 'partial'): only those pages, spliced into the cached "
+            "parse; only the chunks they change are embedded.",
+        ),
+    ] = False,
 ) -> None:
-    """Reprocess only the documents in failed or quarantined state."""
+    """Reprocess only the documents in failed or quarantined state (with --pages, also
+    the pages missing from partial documents)."""
     settings = _settings(config, db, None, collection)
     configure_environment()
-    report = _run_flow(source, settings, lambda: _refresh(source, settings, only_failed=True))
+    report = _run_flow(
+        source, settings, lambda: _refresh(source, settings, only_failed=True, pages=pages)
+    )
     _print_report(report)
     _exit_if_stopped(report)
 

@@ -113,11 +113,14 @@ class RefreshEngine:
         gate: Gate | None = None,
         accept: Accept | None = None,
         approve: Approver | None = None,
+        pages: bool = False,
     ) -> None:
         self.source_uri = source
         self.settings = settings
         self.force_delete = force_delete
         self.only_failed = only_failed
+        # With only_failed: also the missing pages of partial documents (a page retry).
+        self.pages = pages
         self.activate = activate
         self.kind = kind
         self.gate = gate
@@ -260,6 +263,7 @@ class RefreshEngine:
                 check=self.check_key,
                 accept=self.accept,
                 defer_guard=self.approve is not None and "deletions" in settings.run.approval,
+                pages=self.pages,
             )
         self.plan = plan
         if self.accept is not None:
@@ -284,6 +288,7 @@ class RefreshEngine:
         report.changed = plan.count(PlanReason.CHANGED)
         report.retried = plan.count(PlanReason.RETRY)
         report.rechunked = plan.count(PlanReason.RECHUNK)
+        report.page_retries = plan.count(PlanReason.PAGES)
         report.unchanged = plan.unchanged
         report.forgotten = len(plan.forgotten)
         with self.timer.time("estimate"):

@@ -16,11 +16,18 @@ from typing import Any
 from chunking.models import Contextualizer
 from common.settings import Settings
 from corpusflow.fingerprints import Fingerprints
-from corpusflow.pipeline import Processed, chunk_parsed, make_contextualizer, parse_document
+from corpusflow.pipeline import (
+    Processed,
+    chunk_parsed,
+    make_contextualizer,
+    parse_document,
+    retry_pages,
+)
 from corpusflow.plan import WorkItem
 from embedding import ModelSpec
 from sources import Source
 from storage import Store
+from storage.records import PlanReason
 
 
 @dataclass(slots=True)
@@ -85,9 +92,15 @@ class KitRecipe:
 def process_document(
     item: WorkItem, source: Source, settings: Settings, fps: Fingerprints, kit: StageKit
 ) -> Processed:
-    """Parse (isolated, or from the parse cache) and chunk one document."""
+    """Parse (isolated, or from the parse cache; a page retry parses only the cached
+    parse's missing pages) and chunk one document."""
     start = time.perf_counter()
-    parsed, cached = parse_document(item, source, kit.store, settings, fps, kit.pool.parse)
+    if item.reason == PlanReason.PAGES:
+        parsed, cached = retry_pages(
+            item, source, kit.store, settings, fps, kit.pool.parse_pages, kit.pool.parse
+        )
+    else:
+        parsed, cached = parse_document(item, source, kit.store, settings, fps, kit.pool.parse)
     parsed_at = time.perf_counter()
     chunks = chunk_parsed(item, parsed, kit.tokenizer, settings, fps, kit.contextualizer)
     return Processed(

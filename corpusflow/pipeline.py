@@ -24,7 +24,7 @@ from common.errors import (
 )
 from common.settings import Settings
 from corpusflow.fingerprints import Fingerprints
-from corpusflow.plan import WorkItem
+from corpusflow.plan import MISSING_PAGES, WorkItem
 from embedding import EmbedCounts, Embedder, ModelSpec, embed_texts
 from embedding.runtime import load_seconds
 from parsers import ParsedDocument
@@ -219,6 +219,43 @@ def parse_document(
     return parsed, False
 
 
+def retry_pages(
+    item: WorkItem,
+    source: Source,
+    store: Store,
+    settings: Settings,
+    fps: Fingerprints,
+    parse_pages: Callable[[str, ParsedDocument, dict[str, Any]], ParsedDocument],
+    parse: Callable[[str], ParsedDocument],
+) -> tuple[ParsedDocument, bool]:
+    """A page retry (``PlanReason.PAGES``): the cached parse of the document's bytes with
+    only its missing pages parsed again by ``parse_pages`` (``ParserPool.parse_pages``);
+    the result replaces the cached parse when its batch is written. Without a current
+    cached parse (evicted, or another parser fingerprint), the document is parsed whole
+    (``parse_document``); with no page missing in it, the cached parse is used as it is."""
+    cached = fps.parsers.cached(
+        store.caches.get_parsed(item.sha256, fps.parsers.by_format.values())
+    )
+    if cached is None:
+        return parse_document(item, source, store, settings, fps, parse)
+    if not cached.missing_pages:
+        return cached, True
+    f = item.file
+    metadata = source.metadata(f)
+    try:
+        with source.fetch(f) as local_path:
+            parsed = parse_pages(local_path, cached, metadata)
+        after = source.content_hash(f)
+    except FileNotFoundError as exc:
+        raise DocumentError(Category.SOURCE_CHANGED, "file vanished while it was parsed") from exc
+    if after != item.sha256:
+        # Pages of other bytes spliced into this parse would be a document nobody wrote.
+        raise DocumentError(
+            Category.SOURCE_CHANGED, "file changed while its pages were parsed again"
+        )
+    return parsed, False
+
+
 def make_contextualizer(settings: Settings, store: Store) -> Contextualizer | None:
     """The run's context provider: None for the built-in deterministic one (or none)."""
     if settings.chunk.contextual != "llm":
@@ -285,7 +322,7 @@ def ledger_row(
         missing = ", ".join(str(p) for p in parsed.missing_pages)
         message = (
             "; ".join(
-                ([f"pages not read: {missing}"] if missing else [])
+                ([f"{MISSING_PAGES}{missing}"] if missing else [])
                 + [str(w) for w in parsed.warnings]
             )[:2000]
             or "the parser returned a partial result"
@@ -480,6 +517,7 @@ class RunReport:
     changed: int = 0
     retried: int = 0
     rechunked: int = 0
+    page_retries: int = 0  # partial documents whose missing pages were parsed again
     unchanged: int = 0
     deleted: int = 0
     forgotten: int = 0  # erased documents still in the source, skipped (``corpusflow forget``)

@@ -64,6 +64,9 @@ PLAN_COLUMNS = (
     "hold_json",
 )
 LISTING_SLICE = 20_000
+# How a partial document's ledger message starts when pages are missing
+# (corpusflow.pipeline.ledger_row).
+MISSING_PAGES = "pages not read: "
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +112,7 @@ def plan_changes(
     check: str = "",
     accept: Accept | None = None,
     defer_guard: bool = False,
+    pages: bool = False,
 ) -> Plan:
     """Compare the source listing with the ledger of ``fps.table_suffix``.
 
@@ -117,7 +121,9 @@ def plan_changes(
     ``accept`` plans only held documents (``corpusflow accept-held``), whatever their
     hold. The deletion guard raises DeletionGuardError, or with ``defer_guard`` records its
     refusal in ``plan.guard`` and plans the deletions (the caller asks someone:
-    corpusflow.approval)."""
+    corpusflow.approval). With ``only_failed``, ``pages`` also plans the indexed documents
+    with pages missing (ledger ``pages not read``) whose bytes are unchanged, as page
+    retries (``PlanReason.PAGES``: only those pages are parsed again)."""
     ledger = store.ledger.columns(fps.table_suffix, PLAN_COLUMNS)
     index = _LedgerIndex(ledger)
     plan = Plan()
@@ -128,7 +134,8 @@ def plan_changes(
     files = iter(source.list())
     for part in iter(lambda: list(itertools.islice(files, LISTING_SLICE)), []):
         plan.listed += len(part)
-        for f, row in _needing_a_look(part, index, settings, fps, restricted, plan):
+        looks = _needing_a_look(part, index, settings, fps, restricted, plan, only_failed and pages)
+        for f, row in looks:
             forgotten = row is not None and row["status"] == DocStatus.FORGOTTEN
             if forgotten or (row is None and f.doc_id in tombstones):
                 plan.forgotten.append(f.rel_path)
@@ -138,7 +145,9 @@ def plan_changes(
                     continue
             elif accept is not None:
                 continue
-            _decide(f, row, source, settings, fps, only_failed, plan, touched)
+            _decide(f, row, source, settings, fps, only_failed, plan, touched, pages)
+    if only_failed and pages:
+        _keep_missing_pages(plan, store, fps.table_suffix)
     if plan.forgotten:
         shown = ", ".join(plan.forgotten[:5]) + (" ..." if len(plan.forgotten) > 5 else "")
         log.warning(
@@ -185,6 +194,21 @@ def plan_changes(
             full = store.ledger.rows(fps.table_suffix, gone_ids)
             plan.deleted = [full[d] for d in gone_ids]
     return plan
+
+
+def _keep_missing_pages(plan: Plan, store: Store, suffix: str) -> None:
+    """Drop the page retries of partial documents with no page missing (a page read by a
+    fallback is degraded, not missing): their ledger message says which pages are."""
+    retries = [w.file.doc_id for w in plan.work if w.reason == PlanReason.PAGES]
+    if not retries:
+        return
+    rows = store.ledger.rows(suffix, retries)
+    plan.work = [
+        w
+        for w in plan.work
+        if w.reason != PlanReason.PAGES
+        or MISSING_PAGES in (getattr(rows.get(w.file.doc_id), "error_message", "") or "")
+    ]
 
 
 class _Holds:
@@ -287,9 +311,11 @@ def _needing_a_look(
     fps: Fingerprints,
     only_failed: bool,
     plan: Plan,
+    partial: bool = False,
 ) -> Iterator[tuple[SourceFile, dict[str, Any] | None]]:
     """The files of one listing slice that the Arrow fast path cannot settle, with their
-    ledger rows (None: not in the ledger). Settled files are counted as unchanged."""
+    ledger rows (None: not in the ledger). Settled files are counted as unchanged.
+    ``partial``: indexed documents with content missing are never settled (a page retry)."""
     rows = index.rows_of([f.doc_id for f in part])
     known = rows >= 0
     looks: dict[int, dict[str, Any] | None] = {}
@@ -304,9 +330,11 @@ def _needing_a_look(
             ("l_etag", [part[i].etag for i in where], pa.string()),
         ):
             joined = joined.append_column(name, pa.array(values, kind))
-        settled = pc.fill_null(_settled(joined, settings, fps), False).to_numpy(
-            zero_copy_only=False
-        )
+        settled_rows = pc.fill_null(_settled(joined, settings, fps), False)
+        if partial:
+            is_partial = pc.fill_null(pc.equal(joined["error_category"], "partial"), False)
+            settled_rows = pc.and_(settled_rows, pc.invert(is_partial))
+        settled = settled_rows.to_numpy(zero_copy_only=False)
         if not only_failed:  # a retry of failures counts nothing as unchanged
             plan.unchanged += int(settled.sum())
         rest = np.flatnonzero(~settled)
@@ -364,11 +392,21 @@ def _decide(
     only_failed: bool,
     plan: Plan,
     touched: dict[str, dict[str, Any]],
+    pages: bool = False,
 ) -> None:
     """One file the fast path did not settle: new, changed, retried, re-chunked, touched
     (unchanged, its stat in ``touched`` to refresh the ledger row) or unchanged after
-    hashing."""
+    hashing; with ``only_failed`` and ``pages``, a partial document's page retry."""
     live = row is not None and row["status"] != DocStatus.DELETED
+    if (
+        only_failed
+        and pages
+        and row is not None
+        and row["status"] == DocStatus.INDEXED
+        and row["error_category"] == "partial"
+    ):
+        _page_retry(f, row, source, plan)
+        return
     if only_failed and not (live and row and row["status"] == DocStatus.FAILED):
         return
     if not live or row is None:
@@ -429,3 +467,16 @@ def _decide(
         if (row["size"], row["mtime"], etag) != (f.size, f.mtime, f.etag):
             stat = {"size": f.size, "mtime": f.mtime, "etag": f.etag}
             touched.setdefault(f.doc_id, {}).update(stat)
+
+
+def _page_retry(f: SourceFile, row: dict[str, Any], source: Source, plan: Plan) -> None:
+    """Plan a page retry of a partial document whose bytes are those indexed; other bytes
+    are the next refresh's (a change, parsed whole)."""
+    try:
+        sha = source.content_hash(f)
+    except Exception as exc:  # one file never stops the plan
+        if is_storage_full(exc):
+            raise
+        return
+    if sha and sha == row["content_sha256"]:
+        plan.work.append(WorkItem(f, sha, PlanReason.PAGES))

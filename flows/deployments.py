@@ -47,11 +47,18 @@ def build_deployments(
         ),
         refresh_flow.to_deployment(
             name=f"retry-failed-{name}",
-            parameters={"source": source, "settings_json": settings_json, "only_failed": True},
+            parameters={
+                "source": source,
+                "settings_json": settings_json,
+                "only_failed": True,
+                "pages": True,
+            },
             concurrency_limit=_one_at_a_time(),
             description=(
                 f"Retry the documents of collection {name!r} that failed (not quarantined "
-                "ones): run it from the UI after fixing what made them fail"
+                "ones) and the missing pages of partial ones (only those pages are parsed "
+                "again; pages=false leaves them): run it from the UI after fixing what made "
+                "them fail"
             ),
             tags=["corpusflow", name],
         ),

@@ -322,15 +322,25 @@ def run_refresh(
     activate: bool = False,
     kind: str = "refresh",
     gate: Gate | None = None,
+    pages: bool = False,
 ) -> RunReport:
     """The refresh with Prefect task runs, under the collection's write lease. Called
     inside a flow. A full disk anywhere stops the run with StorageFullError; every
     commit made before it is whole, and the next run picks up from there. With
     ``run.approval``, a run the deletion guard would refuse or a budget would stop
-    pauses for an answer in the UI (flows.approval); not approved: RunRejected."""
+    pauses for an answer in the UI (flows.approval); not approved: RunRejected. ``pages``
+    (with ``only_failed``): also the missing pages of partial documents."""
     approve = ask_in_ui(settings) if settings.run.approval else None
     engine = RefreshEngine(
-        source, settings, force_delete, only_failed, activate, kind, gate, approve=approve
+        source,
+        settings,
+        force_delete,
+        only_failed,
+        activate,
+        kind,
+        gate,
+        approve=approve,
+        pages=pages,
     )
     return _run_engine(engine, PrefectExecutor(), publish)
 
@@ -403,12 +413,14 @@ def refresh_flow(
     settings_json: str = "{}",
     force_delete: bool = False,
     only_failed: bool = False,
+    pages: bool = False,
 ) -> dict[str, Any] | State[Any]:
-    """Incremental refresh of one collection from ``source``."""
+    """Incremental refresh of one collection from ``source``; ``only_failed``: only the
+    failed documents, and with ``pages`` the missing pages of partial documents."""
     settings = Settings.model_validate_json(settings_json)
     kind = "retry-failed" if only_failed else "refresh"
     try:
-        report = run_refresh(source, settings, force_delete, only_failed, kind=kind)
+        report = run_refresh(source, settings, force_delete, only_failed, kind=kind, pages=pages)
     except RunRejected as exc:
         return ended_unapproved(exc)
     return report.to_dict()

@@ -60,6 +60,8 @@ from parsers.pages import (
     merge_parts,
     page_deadline,
     range_deadline,
+    remove_page_bundles,
+    splice_pages,
     split_range,
     write_bundle_json,
 )
@@ -445,6 +447,64 @@ class ParserPool:
             return self._isolate(slot, Path(path), metadata or {}, first_error)
         finally:
             self._idle.put(slot[0])
+
+    def parse_pages(
+        self,
+        path: str | Path,
+        previous: ParsedDocument,
+        metadata: dict[str, Any] | None = None,
+    ) -> ParsedDocument:
+        """Parse again only the pages ``previous`` (a parse of the same PDF, with pages
+        missing) lists as missing, and splice what is read into it (a page retry,
+        ``parsers.pages.splice_pages``): each page is a job in the child with a page's
+        deadline, then, where it fails, the same fallback chain as page isolation (text
+        layer, OCR); a page nothing reads stays missing, with a fresh repro bundle, and
+        the bundles of pages read now are removed. No other page is parsed. Raises
+        ParseError only when the file is not a PDF."""
+        path = Path(path)
+        retried = sorted(set(previous.missing_pages))
+        if not retried:
+            return previous
+        if not is_pdf(path):
+            raise ParseError(Category.UNSUPPORTED, "not a PDF: no pages to parse again")
+        if self._closed:
+            raise RuntimeError("ParserPool is closed")
+        metadata = metadata or {}
+        settings = self.settings
+        count = previous.page_count
+        slot: list[_Worker | None] = [self._idle.get()]
+        try:
+            outcome = PageOutcome()
+            bad: list[int] = []
+            for page in retried:
+                task = {"kind": "range", "first": page, "last": page}
+                try:
+                    parsed = self._job(
+                        slot, str(path), metadata, task, range_deadline(settings, 1, count)
+                    )
+                except ParseError as exc:
+                    if exc.category == Category.EMPTY:  # nothing on it: read, not lost
+                        outcome.blank.append(page)
+                        continue
+                    outcome.errors.setdefault(page, []).append(_error("structured", exc))
+                    bad.append(page)
+                    continue
+                outcome.parts.append((page, parsed))
+            for page in bad:
+                self._rescue(slot, path, metadata, page, count, outcome)
+            if outcome.missing and settings.repro_dir:
+                self._bundles(slot, path, metadata, count, outcome)
+        finally:
+            self._idle.put(slot[0])
+        read = [p for p in retried if p not in outcome.missing]
+        log.info("%s: page retry read %s, still missing %s", path.name, read, outcome.missing)
+        if read and settings.repro_dir:
+            remove_page_bundles(settings.repro_dir, content_key(path), read)
+        from parsers.registry import _title
+
+        return splice_pages(
+            path, previous, outcome, retried, metadata, _title, settings.join_continued_tables
+        )
 
     def _job(
         self,

@@ -271,6 +271,29 @@ def _shifted(doc: Any, offset: int) -> Any:
     return DoclingDocument.model_validate(data)
 
 
+def _concat(name: str, docs: list[Any], join_tables: bool) -> tuple[Any, list[int]]:
+    """One DoclingDocument of ``docs`` (numbered as in the original, in page order), and
+    the tables joined across their boundaries (with ``join_tables``)."""
+    from docling_core.types.doc import DoclingDocument
+
+    # docling-core's own concatenation renumbers pages to follow on; shifted first and
+    # given the page before each part, it keeps the original numbers, gaps included.
+    index = DoclingDocument._DocIndex()
+    for doc in docs:
+        if doc.pages:
+            index._max_page = min(doc.pages) - 1
+        index.index(doc=doc)
+    merged = DoclingDocument(name=name)
+    merged._update_from_index(index)
+    merged.name = name
+    joined: list[int] = []
+    if join_tables:
+        from parsers.table_joins import join_continued_tables
+
+        merged, joined = join_continued_tables(merged)
+    return merged, joined
+
+
 def merge_parts(
     path: Path,
     outcome: PageOutcome,
@@ -284,27 +307,11 @@ def merge_parts(
     ``status`` (``partial`` whenever a page was not read by the structured parser).
     With ``join_tables`` (``parse.join_continued_tables``), a table continued across
     a range boundary is joined like one inside a range (``parsers.table_joins``)."""
-    from docling_core.types.doc import DoclingDocument
-
     parts = sorted(outcome.parts, key=lambda part: part[0])
     if not parts:
         raise ParseError(Category.CORRUPT, "page isolation read no page")
     docs = [_shifted(parsed.to_docling(), first - 1) for first, parsed in parts]
-    # docling-core's own concatenation renumbers pages to follow on; shifted first and
-    # given the page before each part, it keeps the original numbers, gaps included.
-    index = DoclingDocument._DocIndex()
-    for doc in docs:
-        if doc.pages:
-            index._max_page = min(doc.pages) - 1
-        index.index(doc=doc)
-    merged = DoclingDocument(name=path.stem)
-    merged._update_from_index(index)
-    merged.name = path.stem
-    joined: list[int] = []
-    if join_tables:
-        from parsers.table_joins import join_continued_tables
-
-        merged, joined = join_continued_tables(merged)
+    merged, joined = _concat(path.stem, docs, join_tables)
     structured = [parsed for _first, parsed in parts if parsed.parser not in ("pdf-text", "ocr")]
     parser = structured[0].parser if structured else parts[0][1].parser
     warnings: list[ParseWarning] = []
@@ -334,6 +341,78 @@ def merge_parts(
         format="pdf",
         page_count=max(page_count, 1),
         parser=parser,
+        status="partial" if partial else "success",
+        warnings=tuple(warnings),
+        metadata={**extra, **metadata},
+        missing_pages=tuple(sorted(missing)),
+    )
+
+
+def _runs(pages: list[int]) -> list[list[int]]:
+    """Consecutive runs of sorted page numbers: [1, 2, 4, 5, 7] -> [[1, 2], [4, 5], [7]]."""
+    runs: list[list[int]] = []
+    for page in pages:
+        if runs and page == runs[-1][-1] + 1:
+            runs[-1].append(page)
+        else:
+            runs.append([page])
+    return runs
+
+
+def _about_page(w: ParseWarning, pages: set[int]) -> bool:
+    """A page-isolation warning about one of ``pages`` (missing, degraded, its bundle)."""
+    return w.source == SOURCE and w.page is not None and w.page in pages
+
+
+def splice_pages(
+    path: Path,
+    previous: ParsedDocument,
+    outcome: PageOutcome,
+    retried: list[int],
+    metadata: dict[str, Any],
+    title: Callable[[Any, str], str],
+    join_tables: bool = True,
+) -> ParsedDocument:
+    """``previous`` (a parse of the same bytes with pages missing) with the pages in
+    ``retried`` replaced by what ``outcome`` read of them (a page retry): the kept pages
+    are taken from ``previous`` as they are, the read ones put in page order between them,
+    the warnings about retried pages replaced by the retry's. Pages still unread stay in
+    ``missing_pages``; the result is ``success`` when no page is missing or degraded."""
+    again = set(retried)
+    old = previous.to_docling()
+    kept = sorted(p for p in old.pages if p not in again)
+    pieces: list[tuple[int, Any]] = [(run[0], old.filter(page_nrs=set(run))) for run in _runs(kept)]
+    pieces += [(first, _shifted(parsed.to_docling(), first - 1)) for first, parsed in outcome.parts]
+    pieces.sort(key=lambda piece: piece[0])
+    name = old.name or path.stem
+    merged, joined = _concat(name, [doc for _first, doc in pieces], join_tables)
+    warnings = [w for w in previous.warnings if not _about_page(w, again)]
+    missing = {p for p in previous.missing_pages if p not in again} | set(outcome.missing)
+    extra: dict[str, Any] = dict(previous.metadata)
+    for first, parsed in outcome.parts:
+        extra = {**parsed.metadata, **extra}
+        for w in parsed.warnings:
+            page = w.page + first - 1 if w.page is not None else None
+            warnings.append(ParseWarning(w.source, w.message, page))
+        missing.update(p + first - 1 for p in parsed.missing_pages)
+    warnings += outcome.warnings
+    if joined:
+        from parsers.table_joins import join_warnings
+
+        warnings += join_warnings(joined)
+    # Pages a fallback read, before or now, keep the document partial.
+    degraded = bool(outcome.degraded) or any(
+        w.source == SOURCE and w.page is not None and w.message.startswith("degraded:")
+        for w in warnings
+    )
+    partial = bool(missing or degraded) or any(p.status == "partial" for _f, p in outcome.parts)
+    return ParsedDocument(
+        markdown=_markdown(merged),
+        docling_json=json.dumps(merged.export_to_dict(), ensure_ascii=False),
+        title=previous.title if 1 not in again else str(title(merged, path.stem)),
+        format=previous.format,
+        page_count=previous.page_count,
+        parser=previous.parser,
         status="partial" if partial else "success",
         warnings=tuple(warnings),
         metadata={**extra, **metadata},
@@ -423,3 +502,21 @@ def remove_bundles(repro_dir: str, content_sha256: str) -> bool:
         return False
     shutil.rmtree(folder, ignore_errors=True)
     return True
+
+
+def remove_page_bundles(repro_dir: str, key: str, pages: list[int]) -> int:
+    """Remove the repro bundles of ``pages`` of the document whose ``content_key`` is
+    ``key`` (pages a retry read); the folder too once it is empty. Returns how many files."""
+    if not repro_dir or not pages:
+        return 0
+    folder = bundle_folder(repro_dir, key)
+    removed = 0
+    for page in pages:
+        for suffix in (".pdf", ".json"):
+            target = folder / f"page-{page:05d}{suffix}"
+            if target.is_file():
+                target.unlink(missing_ok=True)
+                removed += 1
+    if folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
+    return removed

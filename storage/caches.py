@@ -87,7 +87,14 @@ class Caches:
         )
         with self.tables.write_lock:
             table = self.tables.open_or_create(self.tables.name("parse_cache"), PARSE_CACHE_SCHEMA)
-            table.merge_insert("cache_key").when_not_matched_insert_all().execute(data)
+            # A parse of cached bytes under the same fingerprint replaces the cached one:
+            # a page retry (``ParserPool.parse_pages``) filled in pages it lacked.
+            (
+                table.merge_insert("cache_key")
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+                .execute(data)
+            )
 
 
 class ContextCacheTable:

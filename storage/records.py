@@ -41,6 +41,7 @@ class PlanReason(StrEnum):
     CHANGED = "changed"  # other bytes than the ledger's hash
     RETRY = "retry"  # failed last time
     RECHUNK = "rechunk"  # same bytes, other parser/chunker/model fingerprint
+    PAGES = "pages"  # indexed with pages missing: only those are parsed again
 
 
 _R = TypeVar("_R", bound="_Record")

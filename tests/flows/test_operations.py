@@ -31,7 +31,7 @@ def test_deployments_built_in_code(tmp_path: Path) -> None:
     assert load_settings(None).model_validate_json(refresh.parameters["settings_json"]) == settings
     assert refresh.concurrency_limit == 1
     assert retry.name == "retry-failed-hb" and not retry.schedules
-    assert retry.parameters["only_failed"] is True
+    assert retry.parameters["only_failed"] is True and retry.parameters["pages"] is True
     assert not reindex.schedules and reindex.concurrency_limit == 1
     assert maintain.schedules and set(maintain.parameters) == {"settings_json"}
 

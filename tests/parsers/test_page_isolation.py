@@ -20,6 +20,7 @@ import pytest
 from common.settings import ParseSettings
 from parsers import ParsedDocument, ParseError, ParserPool
 from parsers.errors import Category
+from parsers.models import ParseWarning
 from parsers.pages import batch_ranges, range_deadline, split_range
 from tests.helpers.pdfgen import write_pdf
 
@@ -280,3 +281,69 @@ def test_a_bad_page_through_a_real_refresh(tmp_path: Path, monkeypatch: pytest.M
     receipt = forget(["manual.pdf"], settings)
     assert any("repro bundle" in note for note in receipt["notes"])
     assert not list(repro.glob("*/page-*"))
+
+
+def _count_jobs(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any] | None]:
+    jobs: list[dict[str, Any] | None] = []
+    real = ParserPool._job
+
+    def counted(self: ParserPool, slot: Any, path: str, metadata: Any, task: Any = None,
+                timeout_s: Any = None) -> Any:  # fmt: skip
+        jobs.append(task)
+        return real(self, slot, path, metadata, task, timeout_s)
+
+    monkeypatch.setattr(ParserPool, "_job", counted)
+    return jobs
+
+
+def test_a_page_retry_splices_the_page_back_in_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A parse with page 3 cut out (as page isolation leaves it) plus a retry of page 3
+    is the whole document's parse: same Markdown, page 3 between 2 and 4, success."""
+    from dataclasses import replace
+
+    from parsers.registry import parse_file
+
+    pages = [[(16, f"Section {p}"), *lines] for p, lines in enumerate(_pages(5, 0, ""), 1)]
+    pdf = write_pdf(tmp_path / "five.pdf", pages)
+    settings = _settings(tmp_path)
+    whole = parse_file(pdf, settings, {})
+    cut = whole.to_docling().filter(page_nrs={1, 2, 4, 5})
+    previous = replace(
+        whole,
+        docling_json=cut.model_dump_json(),
+        status="partial",
+        missing_pages=(3,),
+        warnings=(ParseWarning("page-isolation", "missing: every backend failed (...)", 3),),
+    )
+    jobs = _count_jobs(monkeypatch)
+    with ParserPool(settings) as pool:
+        doc = pool.parse_pages(pdf, previous)
+    assert jobs == [{"kind": "range", "first": 3, "last": 3}]
+    assert doc.markdown == whole.markdown
+    assert (doc.status, doc.missing_pages, doc.warnings) == ("success", (), ())
+    on_page = [t.prov[0].page_no for t in doc.to_docling().texts if "line 1" in t.text]
+    assert on_page == [1, 2, 3, 4, 5]
+
+
+def test_a_page_that_still_fails_stays_missing_with_its_bundle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pdf = _with_blank_page(tmp_path / "crash.pdf", 4, 3)
+    settings = _settings(tmp_path)
+    with ParserPool(settings, target=f"{__name__}:faulty_parse") as pool:
+        first = pool.parse(pdf)
+        assert first.missing_pages == (3,)
+        for bundle in (tmp_path / "repro").glob("*/page-00003.*"):
+            bundle.unlink()
+        jobs = _count_jobs(monkeypatch)
+        again = pool.parse_pages(pdf, first)
+    # the page, its fallback and its bundle: no other page
+    assert [j["kind"] for j in jobs if j] == ["range", "text", "extract"]
+    assert all(j and j.get("page", j.get("first")) == 3 for j in jobs)
+    assert (again.status, again.missing_pages) == ("partial", (3,))
+    assert again.markdown == first.markdown
+    missing = [w for w in again.warnings if w.page == 3 and w.message.startswith("missing:")]
+    assert len(missing) == 1  # the retry's, not the first parse's as well
+    assert len(list((tmp_path / "repro").glob("*/page-00003.*"))) == 2
