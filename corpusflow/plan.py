@@ -407,7 +407,10 @@ def _decide(
     ):
         _page_retry(f, row, source, plan)
         return
-    if only_failed and not (live and row and row["status"] == DocStatus.FAILED):
+    # retry-failed takes quarantined documents too: it is the operator's "I fixed it".
+    if only_failed and not (
+        live and row and row["status"] in (DocStatus.FAILED, DocStatus.QUARANTINED)
+    ):
         return
     if not live or row is None:
         plan.work.append(WorkItem(f, "", PlanReason.NEW))

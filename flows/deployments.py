@@ -55,8 +55,8 @@ def build_deployments(
             },
             concurrency_limit=_one_at_a_time(),
             description=(
-                f"Retry the documents of collection {name!r} that failed (not quarantined "
-                "ones) and the missing pages of partial ones (only those pages are parsed "
+                f"Retry the documents of collection {name!r} that failed (quarantined ones "
+                "too) and the missing pages of partial ones (only those pages are parsed "
                 "again; pages=false leaves them): run it from the UI after fixing what made "
                 "them fail"
             ),

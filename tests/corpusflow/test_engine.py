@@ -381,3 +381,35 @@ def test_a_terminal_failure_is_tried_again_once_when_its_judge_changes(
     release = RefreshEngine(str(corpus), raised).refresh(InProcessExecutor())
     assert (release.retried, release.failed, release.rechunked) == (1, 1, 1)
     assert RefreshEngine(str(corpus), raised).refresh(InProcessExecutor()).retried == 0
+
+
+def test_a_quarantined_document_waits_for_new_bytes_or_retry_failed(tmp_path: Path) -> None:
+    """run.quarantine_after failures in a row quarantine a document: the nightly refresh
+    leaves it alone while its bytes stay the same; ``retry-failed`` (the operator's "I
+    fixed it") takes it again."""
+    from embedding import resolve_model
+    from storage.records import DocStatus
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "note.md").write_text("# Note\n\nA document that parses.\n", encoding="utf-8")
+    (src / "broken.docx").write_bytes(b"PK\x03\x04 not really a zip archive")
+    settings = _settings(tmp_path / "db", run={"quarantine_after": 1})
+
+    def status() -> str:
+        suffix = resolve_model(settings.embed).table_suffix
+        rows = Store(str(tmp_path / "db")).ledger.all(suffix).values()
+        return next(r.status for r in rows if r.path == "broken.docx")
+
+    first = RefreshEngine(str(src), settings).refresh(InProcessExecutor())
+    assert (first.new, first.failed) == (2, 1)
+    assert status() == DocStatus.QUARANTINED
+
+    nightly = RefreshEngine(str(src), settings).refresh(InProcessExecutor())
+    assert (nightly.retried, nightly.failed, nightly.new, nightly.changed) == (0, 0, 0, 0)
+
+    retry = RefreshEngine(str(src), settings, only_failed=True, kind="retry-failed").refresh(
+        InProcessExecutor()
+    )
+    assert (retry.retried, retry.failed) == (1, 1)  # taken again, still broken
+    assert status() == DocStatus.QUARANTINED
