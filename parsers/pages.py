@@ -294,6 +294,31 @@ def _concat(name: str, docs: list[Any], join_tables: bool) -> tuple[Any, list[in
     return merged, joined
 
 
+def _gather(
+    parts: list[tuple[int, ParsedDocument]],
+    outcome: PageOutcome,
+    joined: list[int],
+    warnings: list[ParseWarning],
+    missing: set[int],
+    extra: dict[str, Any],
+) -> dict[str, Any]:
+    """Adds the ranges' warnings and missing pages (renumbered as in the original), the
+    outcome's warnings and the table joins' to ``warnings`` and ``missing``; returns the
+    ranges' metadata over ``extra`` (the earlier range wins)."""
+    for first, parsed in parts:
+        extra = {**parsed.metadata, **extra}
+        for w in parsed.warnings:
+            page = w.page + first - 1 if w.page is not None else None
+            warnings.append(ParseWarning(w.source, w.message, page))
+        missing.update(p + first - 1 for p in parsed.missing_pages)
+    warnings += outcome.warnings
+    if joined:
+        from parsers.table_joins import join_warnings
+
+        warnings += join_warnings(joined)
+    return extra
+
+
 def merge_parts(
     path: Path,
     outcome: PageOutcome,
@@ -316,18 +341,7 @@ def merge_parts(
     parser = structured[0].parser if structured else parts[0][1].parser
     warnings: list[ParseWarning] = []
     missing: set[int] = set(outcome.missing)
-    extra: dict[str, Any] = {}
-    for first, parsed in parts:
-        extra = {**parsed.metadata, **extra}
-        for w in parsed.warnings:
-            page = w.page + first - 1 if w.page is not None else None
-            warnings.append(ParseWarning(w.source, w.message, page))
-        missing.update(p + first - 1 for p in parsed.missing_pages)
-    warnings += outcome.warnings
-    if joined:
-        from parsers.table_joins import join_warnings
-
-        warnings += join_warnings(joined)
+    extra = _gather(parts, outcome, joined, warnings, missing, {})
     markdown = _markdown(merged)
     if not markdown.strip():
         raise ParseError(
@@ -388,18 +402,7 @@ def splice_pages(
     merged, joined = _concat(name, [doc for _first, doc in pieces], join_tables)
     warnings = [w for w in previous.warnings if not _about_page(w, again)]
     missing = {p for p in previous.missing_pages if p not in again} | set(outcome.missing)
-    extra: dict[str, Any] = dict(previous.metadata)
-    for first, parsed in outcome.parts:
-        extra = {**parsed.metadata, **extra}
-        for w in parsed.warnings:
-            page = w.page + first - 1 if w.page is not None else None
-            warnings.append(ParseWarning(w.source, w.message, page))
-        missing.update(p + first - 1 for p in parsed.missing_pages)
-    warnings += outcome.warnings
-    if joined:
-        from parsers.table_joins import join_warnings
-
-        warnings += join_warnings(joined)
+    extra = _gather(outcome.parts, outcome, joined, warnings, missing, dict(previous.metadata))
     # Pages a fallback read, before or now, keep the document partial.
     degraded = bool(outcome.degraded) or any(
         w.source == SOURCE and w.page is not None and w.message.startswith("degraded:")

@@ -4,53 +4,24 @@ cache holds one model's vectors by text, cleaned by maintenance."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-import corpusflow.job as engine_module
 from common.settings import Settings, load_settings
 from corpusflow.engine import InProcessExecutor, RefreshEngine
 from storage import Store
 from storage.maintenance import evict_embeddings
 from storage.schema import embed_key
+from tests.helpers.counting import CountingEmbedder, count_embedders
 from tests.helpers.invariants import assert_nothing_lost
 from tests.helpers.long_manual import heading, long_manual
 
 
-class CountingEmbedder:
-    """The real embedder, counting the texts the model is asked to encode (the witness)."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.spec = inner.spec
-        self.texts: list[str] = []
-
-    @property
-    def has_sparse(self) -> bool:
-        return bool(self.inner.has_sparse)
-
-    def tokenizer(self) -> Any:
-        return self.inner.tokenizer()
-
-    def embed(self, texts: Sequence[str], batch_size: int) -> Any:
-        self.texts.extend(texts)
-        return self.inner.embed(texts, batch_size)
-
-
 @pytest.fixture()
 def counting(monkeypatch: pytest.MonkeyPatch) -> list[CountingEmbedder]:
-    made: list[CountingEmbedder] = []
-    real = engine_module.load_document_embedder
-
-    def load(*args: Any, **kwargs: Any) -> CountingEmbedder:
-        made.append(CountingEmbedder(real(*args, **kwargs)))
-        return made[-1]
-
-    monkeypatch.setattr(engine_module, "load_document_embedder", load)
-    return made
+    return count_embedders(monkeypatch)
 
 
 def _settings(db: Path) -> Settings:

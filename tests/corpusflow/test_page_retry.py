@@ -14,17 +14,16 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
-import corpusflow.job as job_module
 from common.settings import ParseSettings, load_settings
 from parsers import ParsedDocument, ParserPool
 from storage import Store
+from tests.helpers.counting import count_embedders
 from tests.helpers.invariants import assert_nothing_lost
 from tests.helpers.pdfgen import write_pdf
 
@@ -97,26 +96,6 @@ if mp.current_process().name == "corpusflow-parser":  # imported as a child's ta
     _install_text_layer_fault()
 
 
-class CountingEmbedder:
-    """The real embedder, counting the texts the model is asked to encode."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.spec = inner.spec
-        self.texts: list[str] = []
-
-    @property
-    def has_sparse(self) -> bool:
-        return bool(self.inner.has_sparse)
-
-    def tokenizer(self) -> Any:
-        return self.inner.tokenizer()
-
-    def embed(self, texts: Sequence[str], batch_size: int) -> Any:
-        self.texts.extend(texts)
-        return self.inner.embed(texts, batch_size)
-
-
 def _manual(path: Path, mark: str = MARK) -> Path:
     pages = []
     for p in range(1, PAGES + 1):
@@ -155,14 +134,7 @@ def test_retry_failed_pages_fills_in_the_missing_page_and_touches_no_other_chunk
         return real_job(self, slot, path, metadata, task, timeout_s)
 
     monkeypatch.setattr(ParserPool, "_job", counted)
-    embedders: list[CountingEmbedder] = []
-    real_load = job_module.load_document_embedder
-
-    def load(*args: Any, **kwargs: Any) -> CountingEmbedder:
-        embedders.append(CountingEmbedder(real_load(*args, **kwargs)))
-        return embedders[-1]
-
-    monkeypatch.setattr(job_module, "load_document_embedder", load)
+    embedders = count_embedders(monkeypatch)
 
     corpus, db, repro = tmp_path / "corpus", tmp_path / "db", tmp_path / "repro"
     corpus.mkdir()
