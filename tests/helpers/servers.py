@@ -62,3 +62,17 @@ class CountingProxy:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+
+def fake_aws_credentials(mp: pytest.MonkeyPatch) -> None:
+    """Test credentials for a local S3 server (moto), and none of the caller's own AWS
+    profile, endpoint or session leaking in."""
+    for key, value in {
+        "AWS_ACCESS_KEY_ID": "test",
+        "AWS_SECRET_ACCESS_KEY": "test",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }.items():
+        mp.setenv(key, value)
+    for key in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_SESSION_TOKEN"):
+        mp.delenv(key, raising=False)

@@ -25,6 +25,7 @@ from sources.objectstore import ObjectStoreSource
 from storage import LeaseHeldError, Store, write_lease
 from storage.records import LedgerRow
 from tests.helpers.invariants import assert_nothing_lost
+from tests.helpers.servers import fake_aws_credentials
 
 BUCKET = "corpus"
 # Three sample documents and a small Markdown note with an ACL sidecar.
@@ -103,15 +104,7 @@ def s3() -> Iterator[S3]:
     from werkzeug.serving import make_server
 
     with pytest.MonkeyPatch.context() as mp:
-        for key, value in {
-            "AWS_ACCESS_KEY_ID": "test",
-            "AWS_SECRET_ACCESS_KEY": "test",
-            "AWS_DEFAULT_REGION": "us-east-1",
-            "AWS_EC2_METADATA_DISABLED": "true",
-        }.items():
-            mp.setenv(key, value)
-        for key in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_SESSION_TOKEN"):
-            mp.delenv(key, raising=False)
+        fake_aws_credentials(mp)
         mp.setattr(logging.getLogger("werkzeug"), "level", logging.WARNING)
         log = _RequestLog(DomainDispatcherApplication(create_backend_app))
         server = make_server("127.0.0.1", 0, log, threaded=True, request_handler=MotoRequestHandler)

@@ -15,6 +15,7 @@ import pytest
 from common.settings import SourceSettings
 from sources.base import Source, open_source
 from sources.testing import SIDECAR_SUFFIX, SourceConformance
+from tests.helpers.servers import fake_aws_credentials
 
 
 class TestLocalSource(SourceConformance):
@@ -74,15 +75,7 @@ def s3_endpoint() -> Iterator[str]:
     from moto.server import ThreadedMotoServer
 
     with pytest.MonkeyPatch.context() as mp:
-        for key, value in {
-            "AWS_ACCESS_KEY_ID": "test",
-            "AWS_SECRET_ACCESS_KEY": "test",
-            "AWS_DEFAULT_REGION": "us-east-1",
-            "AWS_EC2_METADATA_DISABLED": "true",
-        }.items():
-            mp.setenv(key, value)
-        for key in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_SESSION_TOKEN"):
-            mp.delenv(key, raising=False)
+        fake_aws_credentials(mp)
         server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         server.start()
         try:
