@@ -211,6 +211,41 @@ def raw_encode(model: Any, backend: str, texts: list[str], batch_size: int, spec
     )
 
 
+class MemoryCheckpoint:
+    """The embed stage's checkpoint kept in this process (``--checkpoint memory``).
+
+    For machines that cannot hold the storage stack (a GPU host reached with only the
+    embedding dependencies): the pipeline path then differs from a refresh by the Lance
+    writes of the embedding cache, which the CPU rows measure.
+    """
+
+    def __init__(self) -> None:
+        self.rows: dict[str, tuple[Any, dict[int, float] | None]] = {}
+
+    def load(self, ids: Any) -> dict[str, tuple[Any, dict[int, float] | None]]:
+        return {i: self.rows[i] for i in ids if i in self.rows}
+
+    def save(self, ids: Any, dense: Any, sparse: Any) -> None:
+        for n, i in enumerate(ids):
+            self.rows[i] = (dense[n], sparse[n] if sparse is not None else None)
+
+
+def new_checkpoint(kind: str, db: Path, spec: Any) -> Any:
+    if kind == "memory":
+        return MemoryCheckpoint()
+    from storage.store import Store
+
+    return Store(str(db), "bench").caches.embeddings(spec.table_suffix, spec.dim)
+
+
+def checkpoint_rows(kind: str, checkpoint: Any, db: Path) -> int:
+    if kind == "memory":
+        return len(checkpoint.rows)
+    from storage.store import Store
+
+    return Store(str(db), "bench").read_columns(checkpoint.name, ["embed_key"]).num_rows
+
+
 def measure(
     label: str,
     embedder: Any,
@@ -219,12 +254,12 @@ def measure(
     repeat: int,
     load_s: float,
     workdir: Path,
+    checkpoint_kind: str = "lance",
 ) -> list[Result]:
     import numpy as np
     import torch
 
     from embedding import embed_texts
-    from storage.store import Store
 
     spec = embedder.spec
     model = embedder.model.get()
@@ -251,9 +286,7 @@ def measure(
                         torch.cuda.synchronize()
                         torch.cuda.reset_peak_memory_stats()
                     db = Path(tempfile.mkdtemp(prefix="db-", dir=workdir))
-                    checkpoint = Store(str(db), "bench").caches.embeddings(
-                        spec.table_suffix, spec.dim
-                    )
+                    checkpoint = new_checkpoint(checkpoint_kind, db, spec)
                     before_calls, before_fwd = embedder.model.encode_calls, forwards
                     with PeakRSS() as rss:
                         start, cpu_start = time.perf_counter(), time.process_time()
@@ -281,10 +314,8 @@ def measure(
                     if which == "pipeline":
                         calls = embedder.model.encode_calls - before_calls
                         dense_pipeline = np.stack([out[i][0] for i in ids])
-                        staged = Store(str(db), "bench").read_columns(
-                            checkpoint.name, ["embed_key"]
-                        )
-                        assert staged.num_rows == len(ids), "embedding cache incomplete"
+                        staged = checkpoint_rows(checkpoint_kind, checkpoint, db)
+                        assert staged == len(ids), "embedding cache incomplete"
                     else:
                         dense_raw = dense
                     shutil.rmtree(db, ignore_errors=True)
@@ -378,6 +409,13 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1, help="timed passes per path (median)")
     ap.add_argument("--skip-minilm", action="store_true")
     ap.add_argument("--skip-bge", action="store_true")
+    ap.add_argument(
+        "--checkpoint",
+        default="lance",
+        choices=["lance", "memory"],
+        help="the pipeline path's checkpoint: the Lance embedding cache (as a refresh), or "
+        "kept in memory where the storage stack is not installed",
+    )
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args()
 
@@ -403,7 +441,14 @@ def main() -> None:
             embedder, load_s = load(settings)
             chunks = make_chunks(hf_tokenizer(embedder), minilm_chunks, args.minilm_tokens, 0.1, 0)
             results += measure(
-                "MiniLM-L6 (bundled)", embedder, [chunks], settings, args.repeat, load_s, workdir
+                "MiniLM-L6 (bundled)",
+                embedder,
+                [chunks],
+                settings,
+                args.repeat,
+                load_s,
+                workdir,
+                args.checkpoint,
             )
             del embedder
         if not args.skip_bge and bge_tokens:
@@ -425,6 +470,7 @@ def main() -> None:
                 args.repeat,
                 load_s,
                 workdir,
+                args.checkpoint,
             )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
