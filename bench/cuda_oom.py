@@ -52,9 +52,9 @@ def main() -> None:
     import numpy as np
     import torch
 
+    from common.errors import is_oom
     from common.settings import EmbedSettings
     from embedding import load_embedder, resolve_model
-    from common.errors import is_oom
 
     sys.path.insert(0, str(REPO / "bench"))
     from embed_throughput import hf_tokenizer, make_chunks
@@ -79,8 +79,10 @@ def main() -> None:
     free, total = torch.cuda.mem_get_info()
     ballast_bytes = max(0, free - int(args.free_gib * 2**30))
     ballast = torch.empty(ballast_bytes, dtype=torch.uint8, device="cuda")
-    print(f"GPU {torch.cuda.get_device_name()}: {total / 2**30:.1f} GiB; ballast "
-          f"{ballast_bytes / 2**30:.1f} GiB leaves {torch.cuda.mem_get_info()[0] / 2**30:.1f} GiB")
+    print(
+        f"GPU {torch.cuda.get_device_name()}: {total / 2**30:.1f} GiB; ballast "
+        f"{ballast_bytes / 2**30:.1f} GiB leaves {torch.cuda.mem_get_info()[0] / 2**30:.1f} GiB"
+    )
     try:
         squeezed, squeezed_s = run(args.batch)
     except Exception as exc:  # a failure here is the finding: report it whole

@@ -100,6 +100,21 @@ class SourceSettings(_Section):
         return value
 
 
+class PasswordRule(_Section):
+    match: str = Field(
+        description=(
+            "Glob of the files this password opens, relative to the source root as "
+            "source.include (finance/**/*.xlsx); for an archive member, archive.zip/member."
+        )
+    )
+    password_env: str = Field(
+        description=(
+            "Environment variable that holds the password (the password itself is never "
+            "written in a settings file)."
+        )
+    )
+
+
 class ParseSettings(_Section):
     timeout_s: float = Field(300.0, description="Wall-clock limit for parsing one document.")
     memory_limit_mb: int = Field(
@@ -186,6 +201,15 @@ class ParseSettings(_Section):
             "a one-page PDF and a JSON with each backend's error, versions and settings), "
             "in <content sha256 prefix>/page-N.*. Empty = off: a bundle copies document "
             "content, so keeping it is opt-in; corpusflow forget removes a document's bundles."
+        ),
+    )
+    passwords: list[PasswordRule] = Field(
+        default_factory=list,
+        description=(
+            "Passwords for encrypted PDF and Office files (DOCX/XLSX/PPTX, Word and Excel "
+            "97-2003; not PowerPoint 97-2003), by path: the first rule whose glob matches a document's "
+            "path gives its password. A document that failed 'encrypted' is read after "
+            "its rule is added and `corpusflow retry-failed` runs."
         ),
     )
     zip_max_members: int = Field(

@@ -8,6 +8,7 @@ process), and ``corpusflow chunks`` builds one to show a file's chunks.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from typing import Any
 from chunking.models import Contextualizer
 from common.settings import Settings
 from corpusflow.fingerprints import Fingerprints
+from corpusflow.passwords import check_password_rules, password_for
 from corpusflow.pipeline import (
     Processed,
     chunk_parsed,
@@ -53,6 +55,7 @@ class StageKit:
         from embedding import load_embedder
         from parsers import ParserPool
 
+        check_password_rules(settings.parse)
         store = store or Store.from_settings(settings.storage)
         return cls(
             store=store,
@@ -95,12 +98,14 @@ def process_document(
     """Parse (isolated, or from the parse cache; a page retry parses only the cached
     parse's missing pages) and chunk one document."""
     start = time.perf_counter()
+    parse, parse_pages = kit.pool.parse, kit.pool.parse_pages
+    if password := password_for(item.file.rel_path, settings.parse):
+        parse = functools.partial(parse, password=password)
+        parse_pages = functools.partial(parse_pages, password=password)
     if item.reason == PlanReason.PAGES:
-        parsed, cached = retry_pages(
-            item, source, kit.store, settings, fps, kit.pool.parse_pages, kit.pool.parse
-        )
+        parsed, cached = retry_pages(item, source, kit.store, settings, fps, parse_pages, parse)
     else:
-        parsed, cached = parse_document(item, source, kit.store, settings, fps, kit.pool.parse)
+        parsed, cached = parse_document(item, source, kit.store, settings, fps, parse)
     parsed_at = time.perf_counter()
     chunks = chunk_parsed(item, parsed, kit.tokenizer, settings, fps, kit.contextualizer)
     return Processed(

@@ -128,6 +128,9 @@ def _child_main(
         # start within 180s" on a machine at load 20.
         os.nice(settings.nice)
     conn.send(("ready", warm_error))
+    from parsers.decrypt import DecryptedCopies
+
+    decrypted = DecryptedCopies()
     while True:
         try:
             job = conn.recv()
@@ -141,6 +144,9 @@ def _child_main(
         path, metadata, *rest = job
         task = rest[0] if rest else None
         try:
+            # A password the operator configured for this document (parse.passwords):
+            # its jobs read a decrypted copy in this child's scratch folder.
+            path = str(decrypted.path_for(Path(path), rest[1] if len(rest) > 1 else None))
             if task is None:
                 doc = parse_file(Path(path), settings, metadata)
                 conn.send(("ok", doc.to_json()))
@@ -358,6 +364,9 @@ class ParserPool:
         self._idle: queue.Queue[_Worker | None] = queue.Queue()
         self._lock = threading.Lock()
         self._closed = False
+        # The password of the document the calling thread parses (``parse``'s and
+        # ``parse_pages``' ``password``): every job of that call carries it to the child.
+        self._password = threading.local()
         for _ in range(settings.workers):
             self._idle.put(None)  # started lazily on first use
         if removed := _remove_orphans():
@@ -421,15 +430,23 @@ class ParserPool:
         for worker in started:
             self._idle.put(worker)
 
-    def parse(self, path: str | Path, metadata: dict[str, Any] | None = None) -> ParsedDocument:
+    def parse(
+        self,
+        path: str | Path,
+        metadata: dict[str, Any] | None = None,
+        *,
+        password: str | None = None,
+    ) -> ParsedDocument:
         """Parse one file in a child process; raises ParseError on any failure.
 
         A PDF whose parse crashed, timed out or ran out of memory is parsed again in page
         ranges (``parse.page_isolation``, ``parsers.pages``): it fails only when no page
-        could be read."""
+        could be read. ``password`` opens an encrypted PDF or Office file
+        (``parsers.decrypt``)."""
         if self._closed:
             raise RuntimeError("ParserPool is closed")
         slot: list[_Worker | None] = [self._idle.get()]
+        self._password.value = password
         try:
             settings = self.settings
             batched = settings.page_batch > 0 and is_pdf(Path(path))
@@ -446,6 +463,7 @@ class ParserPool:
                 first_error = None
             return self._isolate(slot, Path(path), metadata or {}, first_error)
         finally:
+            self._password.value = None
             self._idle.put(slot[0])
 
     def parse_pages(
@@ -453,6 +471,8 @@ class ParserPool:
         path: str | Path,
         previous: ParsedDocument,
         metadata: dict[str, Any] | None = None,
+        *,
+        password: str | None = None,
     ) -> ParsedDocument:
         """Parse again only the pages ``previous`` (a parse of the same PDF, with pages
         missing) lists as missing, and splice what is read into it (a page retry,
@@ -473,6 +493,7 @@ class ParserPool:
         settings = self.settings
         count = previous.page_count
         slot: list[_Worker | None] = [self._idle.get()]
+        self._password.value = password
         try:
             outcome = PageOutcome()
             bad: list[int] = []
@@ -495,6 +516,7 @@ class ParserPool:
             if outcome.missing and settings.repro_dir:
                 self._bundles(slot, path, metadata, count, outcome)
         finally:
+            self._password.value = None
             self._idle.put(slot[0])
         read = [p for p in retried if p not in outcome.missing]
         log.info("%s: page retry read %s, still missing %s", path.name, read, outcome.missing)
@@ -690,7 +712,10 @@ class ParserPool:
         timeout_s: float | None = None,
     ) -> tuple[Any, _Worker | None]:
         limit = self.settings.memory_limit_mb * 1024 * 1024
-        job = (path, metadata) if task is None else (path, metadata, task)
+        password = getattr(self._password, "value", None)
+        job: tuple[Any, ...] = (path, metadata) if task is None else (path, metadata, task)
+        if password:
+            job = (path, metadata, task, password)
         try:
             worker.wait_ready(_STARTUP_TIMEOUT_S)
             worker.conn.send(job)

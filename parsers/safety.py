@@ -77,6 +77,11 @@ _OLE_STREAMS = (
 _HEIC_BRANDS = (b"heic", b"heix", b"hevc", b"hevx", b"heim", b"heis", b"mif1", b"msf1")
 FORMATS_HELP = "run `corpusflow formats` for the list of supported kinds"
 ENCRYPTED_HELP = "corpusflow cannot read it: exclude it (source.exclude) or index a decrypted copy"
+# For what parsers.decrypt opens (PDF; OOXML, Word and Excel 97-2003 files).
+PASSWORD_HELP = (
+    "if you have its password, add a parse.passwords rule for its path and run "
+    "`corpusflow retry-failed`; otherwise exclude it (source.exclude) or index a decrypted copy"
+)
 # Parts that inflate to less than this are harmless whatever their ratio (a blank EMF
 # picture compresses 667:1 and inflates to 1.4 MiB): container bombs are judged by the
 # inflated sizes (this floor, the total cap), the ratio only above the floor.
@@ -241,9 +246,9 @@ def _ole_format(path: Path, named: str | None, ext: str) -> str:
             return named  # its parser reports what is broken
         raise ParseError(Category.CORRUPT, f"broken OLE2 container: {exc}") from exc
     if encrypted:
-        raise ParseError(
-            Category.ENCRYPTED, f"{encrypted} ({ext or 'no extension'}); {ENCRYPTED_HELP}"
-        )
+        unopenable = "rights-managed" in encrypted or "PowerPoint" in encrypted
+        help_ = ENCRYPTED_HELP if unopenable else PASSWORD_HELP
+        raise ParseError(Category.ENCRYPTED, f"{encrypted} ({ext or 'no extension'}); {help_}")
     if named == "msg" or (fmt is None and any(s.startswith("__substg1.0_") for s in streams)):
         return "msg"
     if fmt is not None:
@@ -441,7 +446,9 @@ def check_pdf(path: Path, settings: ParseSettings) -> int:
         pdf = pdfium.PdfDocument(path)
     except pdfium.PdfiumError as exc:
         if getattr(exc, "err_code", None) == pdfium.raw.FPDF_ERR_PASSWORD:
-            raise ParseError(Category.ENCRYPTED, "PDF is password-protected") from exc
+            raise ParseError(
+                Category.ENCRYPTED, f"PDF is password-protected; {PASSWORD_HELP}"
+            ) from exc
         raise ParseError(Category.CORRUPT, f"PDF cannot be opened: {exc}") from exc
     try:
         pages = len(pdf)
