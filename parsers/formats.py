@@ -133,7 +133,7 @@ _LO = "parsers.formats:libreoffice_missing"
 _WORDS = "parsers.viewer_text:ViewerDocxBackend"
 # PowerPoint: charts read in full; layout/master text, SmartArt, speaker notes read.
 _CHARTS = "parsers.viewer_text:ViewerPptxBackend"
-_CELLS = "parsers.xlsx_cells:FormattedXlsxBackend"  # cells as formatted
+_CELLS = "parsers.viewer_text:ViewerXlsxBackend"  # cells as formatted, comments, text boxes
 _STRICT = "parsers.docling_backend:strict_as_transitional"
 _ODF = "parsers.formats:odfdo_missing"
 
@@ -186,7 +186,8 @@ FORMATS: tuple[FormatSpec, ...] = (
         DOCLING,
         "Excel (Strict OOXML converted by LibreOffice first)",
         fallback=UNSTRUCTURED,
-        version="2",  # 2: cells as formatted (3%, 6:15 AM, $1,599.99)
+        # 2: cells as formatted (3%, 6:15 AM, $1,599.99); 3: comments, text boxes, chart titles
+        version="3",
         binary=True,
         container="zip",
         main_part="xl/",
@@ -225,7 +226,7 @@ FORMATS: tuple[FormatSpec, ...] = (
         "Excel 97-2003 and 2.x-4.x (BIFF)",
         "LibreOffice",
         _LO,
-        version="2",  # as xlsx 2
+        version="3",  # as xlsx 3
         binary=True,
         options=_options(docling="XLS", docling_backend=_CELLS),
     ),

@@ -28,6 +28,14 @@ Word (``ViewerDocxBackend``; also ``.doc``/``.rtf`` after LibreOffice):
   out with a warning.
 - Text boxes are docling's own reading (already in the body).
 
+Excel (``ViewerXlsxBackend``; also ``.xls`` after LibreOffice), after each sheet's tables:
+
+- **Cell comments** (openpyxl keeps them on the cells docling reads), as
+  "Comment on B3: ...", in cell order.
+- **Text boxes and shapes** of the sheet's drawing part (``xdr:sp`` text bodies; hidden
+  shapes left out), which openpyxl drops.
+- **Chart titles** docling did not already read as the chart's caption.
+
 Every addition is a bounded step after docling's reading: if one fails on an odd file,
 docling's document stays as it was and the failure is a parse warning
 (``supplement_warnings``, which ``parsers.docling_backend.conversion_result`` reports).
@@ -41,6 +49,7 @@ from typing import Any
 
 from parsers.docx_words import WordsDocxBackend
 from parsers.pptx_charts import ChartPptxBackend
+from parsers.xlsx_cells import FormattedXlsxBackend
 
 _log = logging.getLogger(__name__)
 
@@ -408,3 +417,129 @@ class ViewerDocxBackend(WordsDocxBackend):
         for item in items:
             if item.content_layer == ContentLayer.FURNITURE:
                 item.content_layer = ContentLayer.BODY
+
+
+# -- Excel --------------------------------------------------------------------------------
+
+_XDR = "http://schemas.openxmlformats.org/drawingml/2006/spreadsheetDrawing"
+_C = "http://schemas.openxmlformats.org/drawingml/2006/chart"
+_SML = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+_PKG_REL = "http://schemas.openxmlformats.org/package/2006/relationships"
+
+
+def _part_rels(zf: Any, part: str) -> dict[str, tuple[str, str]]:
+    """A part's relationships: id -> (type's last segment, resolved part name)."""
+    import posixpath
+
+    folder, name = posixpath.split(part)
+    rels_name = posixpath.join(folder, "_rels", f"{name}.rels")
+    if rels_name not in zf.namelist():
+        return {}
+    out = {}
+    for rel in _safe_xml(zf.read(rels_name)).iter(f"{{{_PKG_REL}}}Relationship"):
+        if rel.get("TargetMode") == "External":
+            continue
+        target = rel.get("Target", "")
+        resolved = (
+            target.lstrip("/")
+            if target.startswith("/")
+            else posixpath.normpath(posixpath.join(folder, target))
+        )
+        out[rel.get("Id", "")] = (rel.get("Type", "").rsplit("/", 1)[-1], resolved)
+    return out
+
+
+def _paragraph_texts(element: Any) -> list[str]:
+    texts = []
+    for paragraph in element.iter(f"{{{_A}}}p"):
+        text = _clean("".join(t.text or "" for t in paragraph.iter(f"{{{_A}}}t")))
+        if any(c.isalnum() for c in text):
+            texts.append(text)
+    return texts
+
+
+def sheet_drawing_texts(zf: Any) -> dict[str, list[tuple[str, str]]]:
+    """Per sheet name, the text of its drawing: ("shape", text) for each paragraph of a
+    text box or shape (not hidden ones), ("chart", title) for each chart's title."""
+    book_rels = _part_rels(zf, "xl/workbook.xml")
+    out: dict[str, list[tuple[str, str]]] = {}
+    for sheet in _safe_xml(zf.read("xl/workbook.xml")).iter(f"{{{_SML}}}sheet"):
+        rel = book_rels.get(sheet.get(f"{{{_R}}}id", ""))
+        if rel is None:
+            continue
+        texts: list[tuple[str, str]] = []
+        for kind, drawing in _part_rels(zf, rel[1]).values():
+            if kind != "drawing" or drawing not in zf.namelist():
+                continue
+            root = _safe_xml(zf.read(drawing))
+            for shape in root.iter(f"{{{_XDR}}}sp"):
+                pr = shape.find(f"{{{_XDR}}}nvSpPr/{{{_XDR}}}cNvPr")
+                body = shape.find(f"{{{_XDR}}}txBody")
+                if body is None or (pr is not None and pr.get("hidden") in ("1", "true")):
+                    continue
+                texts += [("shape", t) for t in _paragraph_texts(body)]
+            drawing_rels = _part_rels(zf, drawing)
+            for ref in root.iter(f"{{{_C}}}chart"):
+                chart = drawing_rels.get(ref.get(f"{{{_R}}}id", ""))
+                if chart is None or chart[1] not in zf.namelist():
+                    continue
+                title = _safe_xml(zf.read(chart[1])).find(f".//{{{_C}}}title")
+                if title is not None:
+                    texts += [("chart", t) for t in _paragraph_texts(title)]
+        out[sheet.get("name", "")] = texts
+    return out
+
+
+class ViewerXlsxBackend(FormattedXlsxBackend):
+    """docling's Excel backend (cells as formatted) with each sheet's cell comments, the
+    text of its text boxes and shapes, and chart titles docling did not read, after the
+    sheet's tables. openpyxl keeps the comments; the drawings are read from the package."""
+
+    supplement_warnings: list[tuple[str, str]]
+
+    def _convert_workbook(self, doc: Any) -> Any:
+        import zipfile
+
+        self.supplement_warnings = []
+        self._drawings: dict[str, list[tuple[str, str]]] = {}
+        try:
+            source = self.path_or_stream
+            if hasattr(source, "seek"):
+                source.seek(0)
+            with zipfile.ZipFile(source) as zf:
+                self._drawings = sheet_drawing_texts(zf)
+        except Exception as exc:
+            self.supplement_warnings.append(("viewer-text", f"text boxes/chart titles: {exc}"))
+        return super()._convert_workbook(doc)
+
+    def _convert_sheet(self, doc: Any, sheet: Any, page_no: int) -> Any:
+        doc = super()._convert_sheet(doc, sheet, page_no)
+        try:
+            self._supplement_sheet(doc, sheet)
+        except Exception as exc:  # never lose docling's reading over a supplement
+            self.supplement_warnings.append(("viewer-text", f"sheet {sheet.title}: {exc}"))
+        return doc
+
+    def _supplement_sheet(self, doc: Any, sheet: Any) -> None:
+        from docling_core.types.doc import DocItemLabel
+
+        group = self.parent
+        layer = group.content_layer
+        read = {_clean(getattr(item, "text", "") or "") for item in doc.texts}
+        read |= {
+            _clean(getattr(item, "caption_text", lambda _d: "")(doc) or "") for item in doc.pictures
+        }
+
+        def add(text: str) -> None:
+            doc.add_text(label=DocItemLabel.TEXT, parent=group, text=text, content_layer=layer)
+
+        for kind, text in self._drawings.get(sheet.title, []):
+            if kind == "chart" and text in read:
+                continue  # docling read the chart and its title
+            add(text)
+        cells = getattr(sheet, "_cells", {})
+        for (_row, _col), cell in sorted(cells.items()):
+            comment = getattr(cell, "comment", None)
+            text = _clean(getattr(comment, "text", "") or "")
+            if any(c.isalnum() for c in text):
+                add(f"Comment on {cell.coordinate}: {text}")

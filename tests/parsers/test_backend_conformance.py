@@ -79,8 +79,8 @@ _BEFORE = {
     "tsv": "a58eaa54354b5458",
     "txt": "b343b512242fe6a2",
     "vtt": "30d9ca4817a3360c",
-    "xls": "d6c21515bc1defda",
-    "xlsx": "51ed58a4722320f2",
+    "xls": "32dd779ff90f03ff",
+    "xlsx": "ba07a9d925ef2452",
     "xml": "17f572e1bddcdb07",
     "yaml": "0647cf2b013502a5",
 }

@@ -403,3 +403,61 @@ def test_shared_files_lose_nothing(shared_corpus: Path, name: str) -> None:
     before = [line for line in _without_supplement(path).splitlines() if line.strip()]
     after = iter(line for line in parse_file(path).markdown.splitlines() if line.strip())
     assert before and all(line in after for line in before)
+
+
+# -- Excel ----------------------------------------------------------------------------------
+
+_ANCHOR = (
+    '<xdr:twoCellAnchor xmlns:xdr="http://schemas.openxmlformats.org/drawingml/2006/'
+    'spreadsheetDrawing" xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main">'
+    "<xdr:from><xdr:col>5</xdr:col><xdr:colOff>0</xdr:colOff><xdr:row>{row}"
+    "</xdr:row><xdr:rowOff>0</xdr:rowOff></xdr:from><xdr:to><xdr:col>9</xdr:col><xdr:colOff>0"
+    "</xdr:colOff><xdr:row>{end}</xdr:row><xdr:rowOff>0</xdr:rowOff></xdr:to><xdr:sp>"
+    '<xdr:nvSpPr><xdr:cNvPr id="{id}" name="TextBox {id}"{hidden}/><xdr:cNvSpPr txBox="1"/>'
+    '</xdr:nvSpPr><xdr:spPr><a:prstGeom prst="rect"><a:avLst/></a:prstGeom></xdr:spPr>'
+    '<xdr:txBody><a:bodyPr/><a:lstStyle/><a:p><a:r><a:rPr lang="en-US"/><a:t>{text}</a:t>'
+    "</a:r></a:p></xdr:txBody></xdr:sp><xdr:clientData/></xdr:twoCellAnchor>"
+)
+
+
+def _workbook_with_drawing(path: Path) -> Path:
+    """A workbook as Excel writes one with a cell comment, a titled chart, a text box and
+    a hidden shape (openpyxl writes the first two; the shapes go into its drawing part)."""
+    from openpyxl import Workbook
+    from openpyxl.chart import BarChart, Reference
+    from openpyxl.comments import Comment
+
+    wb = Workbook()
+    ws = wb.active
+    ws.title = "Budget"
+    for row in [("Item", "Cost"), ("Turbine inspection", 1200), ("Valve spares", 340)]:
+        ws.append(row)
+    ws["A2"].comment = Comment("Quote from the Harbin supplier is pending", "Mei Lin")
+    chart = BarChart()
+    chart.title = "Depot costs by quarter"
+    chart.add_data(Reference(ws, min_col=2, min_row=1, max_row=3), titles_from_data=True)
+    ws.add_chart(chart, "D8")
+    buf = io.BytesIO()
+    wb.save(buf)
+    shapes = _ANCHOR.format(
+        row=1, end=4, id=90, hidden="", text="Figures exclude the Kestrel Ridge depot refit"
+    ) + _ANCHOR.format(row=5, end=7, id=91, hidden=' hidden="1"', text="draft do not read")
+    with zipfile.ZipFile(buf) as zin, zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zout:
+        for info in zin.infolist():
+            data = zin.read(info.filename)
+            if info.filename == "xl/drawings/drawing1.xml":
+                # openpyxl writes the drawing namespace as the default one
+                data = data.replace(b"</wsDr>", shapes.encode() + b"</wsDr>")
+            zout.writestr(info, data)
+    return path
+
+
+def test_excel_comments_text_boxes_and_chart_titles_are_read(tmp_path: Path) -> None:
+    doc = parse_file(_workbook_with_drawing(tmp_path / "budget.xlsx"))
+    md = doc.markdown
+    assert "Figures exclude the Kestrel Ridge depot refit" in md
+    assert "draft do not read" not in md  # a hidden shape is not shown
+    assert "Comment on A2: Quote from the Harbin supplier is pending" in md
+    assert md.count("Depot costs by quarter") == 1  # docling's chart caption, not repeated
+    assert md.index("Valve spares") < md.index("Figures exclude")  # after the sheet's table
+    assert not [w for w in doc.warnings if w.source == "viewer-text"]
