@@ -157,7 +157,8 @@ FORMATS: tuple[FormatSpec, ...] = (
         fallback=UNSTRUCTURED,
         # 2: formatting runs never split a word; ruby keeps its base text.
         # 3: headers, footers, footnotes and altChunk parts in the text (issue #32).
-        version="3",
+        # 4: RTF and nested-DOCX altChunk parts read too.
+        version="4",
         binary=True,
         container="zip",
         main_part="word/",
@@ -204,7 +205,7 @@ FORMATS: tuple[FormatSpec, ...] = (
         "Word 97-2003",
         "LibreOffice",
         _LO,
-        version="3",  # as docx 3
+        version="4",  # as docx 4
         binary=True,
         options=_options(docling="DOC", docling_backend=_WORDS),
     ),
@@ -427,8 +428,8 @@ FORMATS: tuple[FormatSpec, ...] = (
         # on a machine without LibreOffice; it decodes only Western code pages.
         fallback=UNSTRUCTURED,
         # 2: LibreOffice -> DOCX -> docling instead of pandoc.
-        # 3: as docx 3 (headers, footers, footnotes in the text).
-        version="3",
+        # 3: as docx 3 (headers, footers, footnotes in the text). 4: as docx 4.
+        version="4",
         binary=True,
         options=_options(docling="RTF", docling_backend=_WORDS, unstructured="rtf"),
     ),

@@ -22,10 +22,10 @@ Word (``ViewerDocxBackend``; also ``.doc``/``.rtf`` after LibreOffice):
 - **Headers, footers, footnotes and endnotes.** docling reads each distinct header and
   footer part once (and every note), in its ``furniture`` layer, out of the Markdown; they
   are moved to the body, where docling put them: after the document's text.
-- **altChunk.** A ``w:altChunk`` imports a whole part (HTML, XHTML, MHT or plain text)
-  into the document where it stands; docling skips it. Each is read by docling's own
-  HTML/MHTML reader and inserted in its place. Other kinds (RTF, a nested DOCX) are left
-  out with a warning.
+- **altChunk.** A ``w:altChunk`` imports a whole part (HTML, XHTML, MHT, plain text, RTF
+  or a nested Word document) into the document where it stands; docling skips it. Each is
+  read as a file of its kind is (docling's HTML/MHTML readers; RTF through LibreOffice; a
+  DOCX by this backend) and inserted in its place. Other kinds are left out with a warning.
 - Text boxes are docling's own reading (already in the body).
 
 Excel (``ViewerXlsxBackend``; also ``.xls`` after LibreOffice), after each sheet's tables:
@@ -257,6 +257,10 @@ _MARK = "\u2063corpusflow-altchunk:{rid}\u2063"
 _MARK_RE = re.compile("^\u2063corpusflow-altchunk:(.+?)\u2063$")
 _HTML_TYPES = ("text/html", "application/xhtml+xml")
 _MHT_TYPES = ("message/rfc822", "multipart/related")
+_RTF_TYPES = ("application/rtf", "text/rtf")
+# A nested Word document: the package's type, or its main part's.
+_DOCX_TYPE = "application/vnd.openxmlformats-officedocument.wordprocessingml."
+_DOCX_MAIN_TYPES = ("application/vnd.ms-word.document.macroenabled.main+xml",)
 
 
 def _paragraph(text: str) -> Any:
@@ -302,8 +306,8 @@ def _mark_alt_chunks(document_part: Any) -> int:
 
 
 def alt_chunk_document(blob: bytes, content_type: str, name: str) -> Any:
-    """An altChunk part as a DoclingDocument (docling's HTML/MHTML reader), or None
-    for a kind not read here."""
+    """An altChunk part as a DoclingDocument (docling's HTML/MHTML reader; a nested Word
+    document or RTF as those files are read), or None for a kind not read here."""
     from parsers.docling_backend import convert_bytes
 
     kind = content_type.split(";")[0].strip().lower()
@@ -311,6 +315,15 @@ def alt_chunk_document(blob: bytes, content_type: str, name: str) -> Any:
         return convert_bytes(blob, "altchunk", "HTML", ".html").doc
     if kind in _MHT_TYPES or name.lower().endswith((".mht", ".mhtml")):
         return convert_bytes(blob, "altchunk", "MHTML", ".mhtml").doc
+    if (
+        kind.startswith(_DOCX_TYPE)
+        or kind in _DOCX_MAIN_TYPES
+        or name.lower().endswith((".docx", ".docm", ".dotx"))
+    ):
+        # Read as any Word document, by this backend: its own altChunks, headers and notes too.
+        return convert_bytes(blob, "altchunk", "DOCX", ".docx").doc
+    if kind in _RTF_TYPES or name.lower().endswith(".rtf"):
+        return convert_bytes(blob, "altchunk", "RTF", ".rtf").doc  # LibreOffice, as .rtf files
     if kind == "text/plain" or name.lower().endswith(".txt"):
         from docling_core.types.doc import DocItemLabel, DoclingDocument
 

@@ -343,12 +343,34 @@ def test_docx_altchunk_in_a_table_cell_read_as_text(tmp_path: Path) -> None:
 
 
 def test_docx_altchunk_of_unread_kind_warns_and_keeps_body(tmp_path: Path) -> None:
-    rtf = (b"{\\rtf1\\ansi Rich text chunk}", "application/rtf")
-    path = _document(tmp_path / "doc.docx", alt_chunk=("afchunk1.rtf", rtf[1], rtf[0]))
+    odd = (b"\x00\x01binary", "application/x-corpusflow-unknown")
+    path = _document(tmp_path / "doc.docx", alt_chunk=("afchunk1.bin", odd[1], odd[0]))
     doc = parse_file(path)
     assert "Last body paragraph." in doc.markdown
     assert "corpusflow-altchunk" not in doc.markdown
-    assert any(w.source == "viewer-text" and "application/rtf" in w.message for w in doc.warnings)
+    assert any(w.source == "viewer-text" and odd[1] in w.message for w in doc.warnings)
+
+
+def test_docx_altchunk_rtf_and_nested_docx_read_in_place(tmp_path: Path) -> None:
+    import docx
+
+    rtf = b"{\\rtf1\\ansi Rich text chunk about Quillmoss ferns.\\par}"
+    path = _document(tmp_path / "rtf.docx", alt_chunk=("afchunk1.rtf", "application/rtf", rtf))
+    md = parse_file(path).markdown
+    assert "Rich text chunk about Quillmoss ferns." in md
+    assert md.index("before chunk") < md.index("Quillmoss ferns") < md.index("Last body")
+
+    inner = docx.Document()
+    inner.add_heading("Nested Docx Heading", 1)
+    inner.add_paragraph("Nested paragraph about Gorsebrook.")
+    buf = io.BytesIO()
+    inner.save(buf)
+    kind = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+    path = _document(tmp_path / "nested.docx", alt_chunk=("afchunk1.docx", kind, buf.getvalue()))
+    doc = parse_file(path)
+    assert "## Nested Docx Heading" in doc.markdown  # its structure kept
+    assert doc.markdown.index("before chunk") < doc.markdown.index("Gorsebrook")
+    assert not [w for w in doc.warnings if w.source == "viewer-text"]
 
 
 def test_docx_altchunk_plain_text(tmp_path: Path) -> None:
