@@ -157,7 +157,7 @@ FORMATS: tuple[FormatSpec, ...] = (
         fallback=UNSTRUCTURED,
         # 2: formatting runs never split a word; ruby keeps its base text.
         # 3: headers, footers, footnotes and altChunk parts in the text (issue #32).
-        # 4: RTF and nested-DOCX altChunk parts read too.
+        # 4: RTF and nested-DOCX altChunk parts read too; embedded objects read.
         version="4",
         binary=True,
         container="zip",
@@ -173,7 +173,9 @@ FORMATS: tuple[FormatSpec, ...] = (
         "PowerPoint (charts read as tables; layout/master text, SmartArt and speaker notes"
         " read; Strict OOXML converted by LibreOffice first)",
         fallback=UNSTRUCTURED,
-        version="2",  # 2: layout/master shapes, SmartArt and notes in the text (issue #32)
+        # 2: layout/master shapes, SmartArt and notes in the text (issue #32).
+        # 3: embedded objects (worksheets, documents, decks; OLE 97-2003 ones too) read.
+        version="3",
         binary=True,
         container="zip",
         main_part="ppt/",
@@ -216,7 +218,7 @@ FORMATS: tuple[FormatSpec, ...] = (
         "PowerPoint 97-2003",
         "LibreOffice",
         _LO,
-        version="2",  # as pptx 2
+        version="3",  # as pptx 3
         binary=True,
         options=_options(docling="PPT", docling_backend=_CHARTS),
     ),

@@ -36,6 +36,13 @@ Excel (``ViewerXlsxBackend``; also ``.xls`` after LibreOffice), after each sheet
   shapes left out), which openpyxl drops.
 - **Chart titles** docling did not already read as the chart's caption.
 
+Embedded objects (Word and PowerPoint): a worksheet, document or deck embedded as a
+package (``embeddings/*.xlsx``) or as an OLE object holding a 97-2003 file or a wrapped
+package (``oleObjectN.bin``) is read as a file of its kind, carried over as its Markdown
+read back (headings, lists and tables kept), after a line naming it: at the end of the
+slide that holds it, or of the Word document. At most ``MAX_EMBEDDED`` per document;
+pictures and other programs' objects are not read.
+
 Every addition is a bounded step after docling's reading: if one fails on an odd file,
 docling's document stays as it was and the failure is a parse warning
 (``supplement_warnings``, which ``parsers.docling_backend.conversion_result`` reports).
@@ -205,6 +212,10 @@ class ViewerPptxBackend(ChartPptxBackend):
             for text in texts:
                 add(shape, text, frame_layer)
 
+        if not hidden_slide:
+            parts = _embedding_parts(slide.part.rels)
+            add_embedded_objects(doc, parts, group, self.supplement_warnings)
+
         if not hidden_slide and _shows_below(slide):
             layout = slide.slide_layout
             owners = [layout]
@@ -369,6 +380,11 @@ class ViewerDocxBackend(WordsDocxBackend):
             self._furniture_to_body(doc)
         except Exception as exc:
             self.supplement_warnings.append(("viewer-text", f"headers/footers: {exc}"))
+        try:
+            parts = _embedding_parts(self.docx_obj.part.rels)
+            add_embedded_objects(doc, parts, None, self.supplement_warnings)
+        except Exception as exc:
+            self.supplement_warnings.append(("viewer-text", f"embedded objects: {exc}"))
         return doc
 
     def _marks(self, doc: Any) -> list[tuple[Any, str]]:
@@ -536,7 +552,7 @@ class ViewerXlsxBackend(FormattedXlsxBackend):
     def _supplement_sheet(self, doc: Any, sheet: Any) -> None:
         from docling_core.types.doc import DocItemLabel
 
-        group = self.parent
+        group: Any = self.parent  # the sheet's group, made by docling for this sheet
         layer = group.content_layer
         read = {_clean(getattr(item, "text", "") or "") for item in doc.texts}
         read |= {
@@ -556,3 +572,146 @@ class ViewerXlsxBackend(FormattedXlsxBackend):
             text = _clean(getattr(comment, "text", "") or "")
             if any(c.isalnum() for c in text):
                 add(f"Comment on {cell.coordinate}: {text}")
+
+
+# -- Embedded objects -----------------------------------------------------------------------
+
+# Embedded packages by their part's extension: docling's input format and the suffix its
+# reader takes the stream by.
+_EMBEDDED_PACKAGES = {
+    ".xlsx": ("XLSX", ".xlsx"),
+    ".xlsm": ("XLSX", ".xlsx"),
+    ".docx": ("DOCX", ".docx"),
+    ".docm": ("DOCX", ".docx"),
+    ".pptx": ("PPTX", ".pptx"),
+    ".pptm": ("PPTX", ".pptx"),
+}
+# An OLE object (``oleObjectN.bin``) is a compound file; its streams say what it holds.
+_OLE_STREAMS = (
+    ("workbook", "XLS", ".xls", "Excel worksheet"),
+    ("book", "XLS", ".xls", "Excel worksheet"),
+    ("worddocument", "DOC", ".doc", "Word document"),
+    ("powerpoint document", "PPT", ".ppt", "PowerPoint presentation"),
+)
+_PACKAGE_MAIN = (("xl/", "XLSX", ".xlsx"), ("word/", "DOCX", ".docx"), ("ppt/", "PPTX", ".pptx"))
+_KIND_NAMES = {
+    "XLSX": "Excel worksheet",
+    "DOCX": "Word document",
+    "PPTX": "PowerPoint presentation",
+}
+MAX_EMBEDDED = 20  # objects read per document; more are named in a warning
+
+
+def _package_kind(blob: bytes) -> tuple[str, str] | None:
+    import io
+    import zipfile
+
+    with zipfile.ZipFile(io.BytesIO(blob)) as zf:
+        names = zf.namelist()
+    for prefix, fmt, suffix in _PACKAGE_MAIN:
+        if any(n.startswith(prefix) for n in names):
+            return fmt, suffix
+    return None
+
+
+def embedded_object(part_name: str, blob: bytes) -> tuple[str, Any] | None:
+    """An embedded object's kind ("Excel worksheet", ...) and its content as a
+    DoclingDocument, read as a file of that kind is; None for a kind not read here
+    (pictures, OLE packages of other programs)."""
+    import io
+    from pathlib import PurePosixPath
+
+    from parsers.docling_backend import convert_bytes, convert_markdown
+
+    suffix = PurePosixPath(part_name).suffix.lower()
+    kind: tuple[str, str] | None = _EMBEDDED_PACKAGES.get(suffix)
+    if kind is None and blob[:8] == b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1":
+        import olefile
+
+        with olefile.OleFileIO(io.BytesIO(blob)) as ole:
+            streams = {"/".join(s).lower() for s in ole.listdir()}
+            for stream, fmt, ext, _name in _OLE_STREAMS:
+                if stream in streams:
+                    kind = (fmt, ext)
+                    break
+            else:
+                if "package" in streams:  # an OOXML package wrapped in an OLE object
+                    blob = ole.openstream("Package").read()
+                    kind = _package_kind(blob) if blob[:4] == b"PK\x03\x04" else None
+    if kind is None:
+        return None
+    name = _KIND_NAMES.get(kind[0]) or next(n for _s, f, _e, n in _OLE_STREAMS if f == kind[0])
+    read = convert_bytes(blob, "embedded", *kind).doc
+    # Carried over as its Markdown, read back by docling's Markdown reader: headings,
+    # lists and tables kept, and none of the cross-references (rich table cells) that
+    # docling-core's add_document leaves inconsistent in the host document.
+    markdown = str(read.export_to_markdown(escape_underscores=False))
+    sub = convert_markdown(markdown, "embedded").doc
+    _flatten_rich_cells(sub)
+    return name, sub
+
+
+def _flatten_rich_cells(doc: Any) -> None:
+    """Tables with plain cells only (a rich cell's text kept, its items removed): the
+    Markdown reader makes a cell holding a list a rich cell, whose group references
+    docling-core's add_document does not carry over consistently."""
+    from docling_core.types.doc import TableCell
+
+    for table in doc.tables:
+        cells = table.data.table_cells
+        if all(getattr(c, "ref", None) is None for c in cells):
+            continue
+        table.data.table_cells = [
+            TableCell(**{k: v for k, v in c.model_dump().items() if k != "ref"}) for c in cells
+        ]
+        children = [ref.resolve(doc) for ref in table.children]
+        if children:
+            doc.delete_items(node_items=children)
+
+
+def add_embedded_objects(
+    doc: Any, parts: list[Any], parent: Any, warnings: list[tuple[str, str]]
+) -> None:
+    """Read each embedded object part (python-docx / python-pptx parts) and add its
+    content under ``parent``, after a line naming it; a failure is a warning."""
+    from docling_core.types.doc import DocItemLabel
+
+    seen: set[str] = set()
+    for part in parts:
+        name = str(part.partname)
+        if name in seen:
+            continue
+        seen.add(name)
+        if len(seen) > MAX_EMBEDDED:
+            warnings.append(("viewer-text", f"embedded objects after {MAX_EMBEDDED} not read"))
+            return
+        try:
+            found = embedded_object(name, part.blob)
+        except Exception as exc:
+            warnings.append(("viewer-text", f"embedded object {name}: {exc}"))
+            continue
+        if found is None:
+            continue
+        kind, sub = found
+        if not sub.body.children:
+            continue
+        base = name.rsplit("/", 1)[-1]
+        host = parent if parent is not None else doc.body
+        before = list(host.children)
+        doc.add_text(label=DocItemLabel.TEXT, parent=parent, text=f"Embedded {kind} ({base}):")
+        doc.add_document(sub, parent=parent)
+        if not doc.validate_tree(host):  # never let an addition break the host's reading
+            added = [ref.resolve(doc) for ref in host.children if ref not in before]
+            doc.delete_items(node_items=added)
+            warnings.append(("viewer-text", f"embedded object {name}: not added (structure)"))
+
+
+def _embedding_parts(rels: Any) -> list[Any]:
+    """The parts a part's relationships embed (``oleObject`` and ``package`` relations)."""
+    out = []
+    for rel in rels.values():
+        if rel.is_external:
+            continue
+        if rel.reltype.rsplit("/", 1)[-1] in ("oleObject", "package"):
+            out.append(rel.target_part)
+    return sorted(out, key=lambda p: str(p.partname))

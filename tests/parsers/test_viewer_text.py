@@ -483,3 +483,73 @@ def test_excel_comments_text_boxes_and_chart_titles_are_read(tmp_path: Path) -> 
     assert md.count("Depot costs by quarter") == 1  # docling's chart caption, not repeated
     assert md.index("Valve spares") < md.index("Figures exclude")  # after the sheet's table
     assert not [w for w in doc.warnings if w.source == "viewer-text"]
+
+
+# -- Embedded objects -------------------------------------------------------------------------
+
+
+def _small_workbook() -> bytes:
+    from openpyxl import Workbook
+
+    wb = Workbook()
+    ws = wb.active
+    ws.append(["Depot", "Spares"])
+    ws.append(["Kestrel Ridge", 14])
+    buf = io.BytesIO()
+    wb.save(buf)
+    return buf.getvalue()
+
+
+def test_embedded_objects_read_as_their_kind(tmp_path: Path, shared_corpus: Path) -> None:
+    """A worksheet embedded in a Word document and, in a deck, a worksheet package and a
+    Word 97-2003 document in an OLE object (as python-pptx embeds them): each read as a
+    file of its kind, in place (the slide that holds it), its structure kept."""
+    from pptx import Presentation
+    from pptx.enum.shapes import PROG_ID
+    from pptx.util import Inches
+
+    rel = (
+        '<Relationship Id="rIdEmb1" Type="http://schemas.openxmlformats.org/officeDocument/'
+        '2006/relationships/package" Target="embeddings/Microsoft_Excel_Worksheet.xlsx"/>'
+    )
+    kind = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+    path = _document(tmp_path / "host.docx", furniture=False, textbox=False, alt_chunk=None)
+    path.write_bytes(
+        _rewrite_zip(
+            path.read_bytes(),
+            {
+                "word/_rels/document.xml.rels": lambda b: b.replace(
+                    b"</Relationships>", rel.encode() + b"</Relationships>"
+                ),
+                "[Content_Types].xml": lambda b: b.replace(
+                    b"</Types>",
+                    f'<Default Extension="xlsx" ContentType="{kind}"/></Types>'.encode(),
+                ),
+            },
+            {"word/embeddings/Microsoft_Excel_Worksheet.xlsx": _small_workbook()},
+        )
+    )
+    md = parse_file(path).markdown
+    assert "Embedded Excel worksheet (Microsoft_Excel_Worksheet.xlsx):" in md
+    assert "| Kestrel Ridge |" in md.replace("  ", " ").replace("  ", " ")
+
+    prs = Presentation()
+    for title, blob, prog_id in (
+        ("Spares by depot", _small_workbook(), PROG_ID.XLSX),
+        ("Legacy memo", (shared_corpus / "doc/legacy_sample.doc").read_bytes(), None),
+        ("Closing", None, None),
+    ):
+        slide = prs.slides.add_slide(prs.slide_layouts[5])
+        slide.shapes.title.text = title
+        if blob is not None:
+            slide.shapes.add_ole_object(
+                io.BytesIO(blob), prog_id or "Word.Document.8", Inches(1), Inches(2)
+            )
+    prs.save(tmp_path / "deck.pptx")
+    doc = parse_file(tmp_path / "deck.pptx")
+    md = doc.markdown
+    assert md.index("Spares by depot") < md.index("Kestrel Ridge") < md.index("Legacy memo")
+    assert md.index("Legacy memo") < md.index("Embedded Word document") < md.index("Closing")
+    assert "## Swimming in the lake" in md  # the memo's own headings
+    assert "| Berries |" in md.replace("  ", " ").replace("  ", " ")  # and its table
+    assert not [w for w in doc.warnings if w.source == "viewer-text"]
