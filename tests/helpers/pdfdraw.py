@@ -45,6 +45,24 @@ class Page:
         c.FPDFPath_SetDrawMode(obj, 0, 1)
         c.FPDFPage_InsertObject(self.page.raw, obj)
 
+    def table(
+        self, rows: list[list[str]], y: float, header: list[str] | None, xs: list[float]
+    ) -> float:
+        """A ruled table from ``y``, a column between each two of ``xs``, 16 pt rows (the
+        header row bold); returns the y below it."""
+        top = y
+        lines = ([header] if header else []) + rows
+        for r, row in enumerate(lines):
+            for k, value in enumerate(row):
+                font = "Helvetica-Bold" if header and r == 0 else "Helvetica"
+                self.text(value, xs[k] + 4, y + 12, font)
+            y += 16
+        for i in range(len(lines) + 1):
+            self.line(xs[0], top + 16 * i, xs[-1], top + 16 * i)
+        for x in xs[: len(lines[0]) + 1]:
+            self.line(x, top, x, y)
+        return y
+
     def paragraph(self, lines: list[str], y: float, font: str = "Times-Roman") -> float:
         """Lines at 12 pt leading from ``y``; returns the y below the last one."""
         for s in lines:
