@@ -4,7 +4,7 @@ resident memory of each one's process tree, and pages/s, at 250, 500 and 1,000 p
 Usage: PYTHONPATH=. python bench/long_pdf.py [--pages 250 500 1000] [--batch 100]
                                               [--dir /tmp/corpusflow-longpdf]
 
-The PDFs are a generated maintenance manual (``manual_pdf``): running header and page
+The PDFs are a generated maintenance manual (``tests.helpers.pdfdraw.manual_pdf``): running header and page
 number, a chapter heading every 10 pages, section headings, paragraphs of wrapped
 10 pt text and a ruled table on every 4th page, ~600 words a page. They are written
 once into ``--dir`` and reused by later runs.
@@ -33,7 +33,6 @@ import argparse
 import json
 import subprocess
 import sys
-import textwrap
 import threading
 import time
 from collections.abc import Callable
@@ -45,60 +44,6 @@ sys.path.insert(0, str(REPO))
 
 MIB = 2**20
 _INTERVAL_S = 0.1
-_COLS = [72.0, 170.0, 290.0, 410.0, 540.0]
-
-
-def manual_pdf(path: Path, n_pages: int) -> Path:
-    """An ``n_pages`` manual of headings, paragraphs and now and then a table."""
-    from tests.helpers.long_manual import heading, paragraph
-    from tests.helpers.pdfdraw import Page, make_pdf
-
-    def draw(page_no: int) -> Callable[[Page], None]:
-        def page(p: Page) -> None:
-            p.text("Plant operations manual, revision 7", 72, 40, size=8)
-            p.text(f"Page {page_no}", 290, 765, size=8)
-            y = 70.0
-            if page_no % 10 == 1:
-                chapter = page_no // 10 + 1
-                p.text(
-                    f"Chapter {chapter}: maintenance of line {chapter}",
-                    72,
-                    y + 16,
-                    size=16,
-                    font="Helvetica-Bold",
-                )
-                y += 34
-            section = page_no * 3
-            n = 0
-            while y < 700:
-                if n % 3 == 0:
-                    p.text(
-                        f"{page_no}.{n // 3 + 1} {heading(section + n // 3)}",
-                        72,
-                        y + 12,
-                        font="Helvetica-Bold",
-                        size=12,
-                    )
-                    y += 22
-                text = " ".join(paragraph(section, n + k) for k in range(3))
-                lines = textwrap.wrap(text, 95)[: max(1, int((740 - y) // 12))]
-                y = p.paragraph(lines, y + 10) + 8
-                if page_no % 4 == 0 and n == 0:
-                    rows = [
-                        [
-                            f"Unit {page_no}-{r}",
-                            f"Line {r}",
-                            f"{page_no * 7 + r} bar",
-                            "ok" if (page_no + r) % 3 else "check",
-                        ]
-                        for r in range(1, 9)
-                    ]
-                    y = p.table(rows, y, ["Unit", "Line", "Pressure", "Status"], _COLS) + 12
-                n += 1
-
-        return page
-
-    return make_pdf(path, *(draw(i) for i in range(1, n_pages + 1)))
 
 
 class _Peak:
@@ -205,6 +150,8 @@ def _row(name: str, n: int, r: dict[str, Any]) -> str:
 
 
 def main() -> None:
+    from tests.helpers.pdfdraw import manual_pdf
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pages", type=int, nargs="+", default=[250, 500, 1000])
     ap.add_argument("--batch", type=int, default=0, help="also page_batch=N on the largest")

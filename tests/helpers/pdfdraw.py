@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -96,3 +97,65 @@ def make_pdf(path: Path, *pages: Callable[[Page], None]) -> Path:
         c.FPDFPage_GenerateContent(page.raw)
     pdf.save(str(path))
     return path
+
+
+def manual_pdf(path: Path, n_pages: int) -> Path:
+    """A plant manual of ``n_pages`` pages: running header and page number, a chapter
+    heading every 10 pages, numbered section headings, paragraphs of wrapped 10 pt text
+    (~600 words a page) and a ruled table on every 4th page."""
+    from tests.helpers.long_manual import heading, paragraph
+
+    def draw(page_no: int) -> Callable[[Page], None]:
+        def page(p: Page) -> None:
+            p.text("Plant operations manual, revision 7", 72, 40, size=8)
+            p.text(f"Page {page_no}", 290, 765, size=8)
+            y = 70.0
+            if page_no % 10 == 1:
+                chapter = page_no // 10 + 1
+                p.text(
+                    f"Chapter {chapter}: maintenance of line {chapter}",
+                    72,
+                    y + 16,
+                    size=16,
+                    font="Helvetica-Bold",
+                )
+                y += 34
+            section = page_no * 3
+            n = 0
+            while y < 700:
+                if n % 3 == 0:
+                    p.text(
+                        f"{page_no}.{n // 3 + 1} {heading(section + n // 3)}",
+                        72,
+                        y + 12,
+                        font="Helvetica-Bold",
+                        size=12,
+                    )
+                    y += 22
+                text = " ".join(paragraph(section, n + k) for k in range(3))
+                lines = textwrap.wrap(text, 95)[: max(1, int((740 - y) // 12))]
+                y = p.paragraph(lines, y + 10) + 8
+                if page_no % 4 == 0 and n == 0:
+                    rows = [
+                        [
+                            f"Unit {page_no}-{r}",
+                            f"Line {r}",
+                            f"{page_no * 7 + r} bar",
+                            "ok" if (page_no + r) % 3 else "check",
+                        ]
+                        for r in range(1, 9)
+                    ]
+                    y = (
+                        p.table(
+                            rows,
+                            y,
+                            ["Unit", "Line", "Pressure", "Status"],
+                            [72.0, 170.0, 290.0, 410.0, 540.0],
+                        )
+                        + 12
+                    )
+                n += 1
+
+        return page
+
+    return make_pdf(path, *(draw(i) for i in range(1, n_pages + 1)))
