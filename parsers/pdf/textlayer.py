@@ -332,7 +332,7 @@ def _compact_pipeline() -> type:
     which ``native_content`` never used."""
     from docling.pipeline.native_pdf_pipeline import NativePdfPipeline
 
-    class CompactNativePdfPipeline(NativePdfPipeline):  # type: ignore[misc]
+    class CompactNativePdfPipeline(NativePdfPipeline):
         def _parse_page(self, timings: Any, conv_res: Any, page_backend: Any) -> Any:
             page = super()._parse_page(timings, conv_res, page_backend)
             if page is None or page.parsed_page is None:
