@@ -19,13 +19,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.test_page_isolation import _pages, _with_blank_page  # noqa: E402
-
 from common.settings import ParseSettings  # noqa: E402
 from parsers import ParserPool  # noqa: E402
 from tests.helpers.pdfgen import long_report, write_pdf  # noqa: E402
+from tests.parsers.test_page_isolation import _pages, _with_blank_page  # noqa: E402
 
-TARGET = "tests.test_page_isolation:faulty_parse"
+TARGET = "tests.parsers.test_page_isolation:faulty_parse"
 
 
 def _leg(name: str, pdf: Path, settings: ParseSettings, target: str | None = None) -> None:

@@ -180,6 +180,22 @@ def _remove_orphans() -> int:
     return removed
 
 
+def tree_rss(pid: int) -> int:
+    """Resident bytes of process ``pid`` and all its descendants (0 when it is gone):
+    what the memory cap counts."""
+    import psutil
+
+    try:
+        proc = psutil.Process(pid)
+        total = proc.memory_info().rss
+        for child in proc.children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                total += child.memory_info().rss
+        return int(total)
+    except psutil.Error:
+        return 0
+
+
 class _Worker:
     def __init__(self, ctx: Any, settings_json: str, target: str, warm: bool = True) -> None:
         self.conn, child_conn = ctx.Pipe()
@@ -234,17 +250,7 @@ class _Worker:
         return bool(self.proc.is_alive())
 
     def rss_bytes(self) -> int:
-        import psutil
-
-        try:
-            proc = psutil.Process(self.proc.pid)
-            total = proc.memory_info().rss
-            for child in proc.children(recursive=True):
-                with contextlib.suppress(psutil.Error):
-                    total += child.memory_info().rss
-            return int(total)
-        except psutil.Error:
-            return 0
+        return tree_rss(self.proc.pid)
 
     def kill(self) -> None:
         """Kill the child and everything it started (a LibreOffice ``soffice`` that

@@ -115,5 +115,5 @@ def warm_up(settings: ParseSettings) -> None:
     from parsers.pdf.layout import warm_up_layout
     from parsers.pdf.textlayer import native_converter
 
-    native_converter()
+    native_converter(compact=True)
     warm_up_layout(settings)

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import functools
 import itertools
+import sys
 import unicodedata
+import weakref
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -269,9 +271,89 @@ def _join(a: Line, b: Line) -> Line:
     )
 
 
+@dataclass(slots=True)
+class _PageCells:
+    """What ``native_content`` reads of one page: its words, and its text lines as
+    (text, box) pairs, boxes (left, top, right, bottom) from the top left; the faces
+    docling-parse could only name by their resource key ("/F3")."""
+
+    words: list[Word]
+    lines: list[tuple[str, tuple[float, float, float, float]]]
+    unresolved: set[str]
+
+
+def _top_left(box: Any, page_h: float) -> tuple[float, float, float, float]:
+    from docling_core.types.doc import CoordOrigin
+
+    if box.coord_origin == CoordOrigin.BOTTOMLEFT:
+        box = box.to_top_left_origin(page_height=page_h)
+    return (box.l, box.t, box.r, box.b)
+
+
+def _page_cells(parsed: Any, page_h: float) -> _PageCells:
+    """docling's parsed page (a SegmentedPdfPage) as our words and lines."""
+    words = []
+    unresolved: set[str] = set()
+    for i, cell in enumerate(parsed.word_cells):
+        if not cell.text.strip():
+            continue
+        l_, t_, r_, b_ = _top_left(cell.rect.to_bounding_box(), page_h)
+        font_name = getattr(cell, "font_name", "") or ""
+        # One string per face, not one per word: a long document has ~500 words a page.
+        face = sys.intern(face_name(font_name))
+        if font_name and font_name == getattr(cell, "font_key", ""):
+            unresolved.add(face)
+        mode = getattr(cell, "rendering_mode", None)
+        stroked = getattr(mode, "value", mode) in _FILL_THEN_STROKE
+        words.append(Word(fold_radicals(cell.text), l_, t_, r_, b_, face, i, stroked))
+    lines = [
+        (fold_radicals(cell.text), _top_left(cell.rect.to_bounding_box(), page_h))
+        for cell in parsed.textline_cells
+        if cell.text
+    ]
+    return _PageCells(words, lines, unresolved)
+
+
+# The pages ``_compact_pipeline`` read, by id() of their ConversionResult (removed when
+# that result is collected, or taken by ``native_content``).
+_READ: dict[int, dict[int, _PageCells]] = {}
+
+
 @functools.lru_cache(maxsize=1)
-def native_converter() -> Any:
-    """One converter per parser process: building it costs seconds, converting reuses it."""
+def _compact_pipeline() -> type:
+    """docling's NativePdfPipeline, keeping each page's text layer as ``_PageCells``
+    (in ``_READ``) and dropping docling's parsed page as soon as it is read.
+
+    docling keeps every page's SegmentedPdfPage (word and line cells, each a pydantic
+    model with a rectangle of eight floats) and a text item per line in the result
+    until the result is gone: ~2.5 MiB a page of text, so the parser's peak grew with
+    the page count and a 1,000-page PDF went over ``parse.memory_limit_mb``
+    (docs/benchmarks.md, "A 1,000-page PDF"). Its pages come out without text items,
+    which ``native_content`` never used."""
+    from docling.pipeline.native_pdf_pipeline import NativePdfPipeline
+
+    class CompactNativePdfPipeline(NativePdfPipeline):
+        def _parse_page(self, timings: Any, conv_res: Any, page_backend: Any) -> Any:
+            page = super()._parse_page(timings, conv_res, page_backend)
+            if page is None or page.parsed_page is None:
+                return page
+            key = id(conv_res)
+            if key not in _READ:
+                _READ[key] = {}
+                weakref.finalize(conv_res, _READ.pop, key, None)
+            height = page.size.height if page.size is not None else 0.0
+            _READ[key][page.page_no] = _page_cells(page.parsed_page, height)
+            page.parsed_page = None
+            return page
+
+    return CompactNativePdfPipeline
+
+
+@functools.lru_cache(maxsize=2)
+def native_converter(compact: bool = False) -> Any:
+    """docling's model-free converter (NativePdfPipeline), one per parser process:
+    building it costs seconds, converting reuses it. ``compact``: the one
+    ``native_content`` reads with (``_compact_pipeline``); without it, plain docling."""
     from docling.datamodel.base_models import InputFormat
     from docling.datamodel.pipeline_options import NativePdfPipelineOptions
     from docling.document_converter import DocumentConverter, PdfFormatOption
@@ -280,56 +362,41 @@ def native_converter() -> Any:
     opts = NativePdfPipelineOptions(
         generate_page_images=False, generate_picture_images=False, parser_threads=1
     )
-    return DocumentConverter(
-        format_options={
-            InputFormat.PDF: PdfFormatOption(pipeline_cls=NativePdfPipeline, pipeline_options=opts)
-        }
-    )
+    if not compact:
+        fmt = PdfFormatOption(pipeline_cls=NativePdfPipeline, pipeline_options=opts)
+    else:
+        from docling.datamodel.backend_options import ThreadedDoclingParseBackendOptions
+
+        # docling-parse renders every page while decoding it (nothing here uses the
+        # images: OCR renders its own) and buffers up to 32 decoded pages ahead of the
+        # pipeline; one parser thread needs a few. Both together: ~250 MiB less peak.
+        backend = ThreadedDoclingParseBackendOptions(render_pages=False, max_concurrent_results=4)
+        fmt = PdfFormatOption(
+            pipeline_cls=_compact_pipeline(), pipeline_options=opts, backend_options=backend
+        )
+    return DocumentConverter(format_options={InputFormat.PDF: fmt})
 
 
 def native_content(path: Path) -> TextLayer:
     """Text layer (lines with typography, and words) of every page, via docling's
-    model-free NativePdfPipeline. Raises ParseError when docling cannot read the file."""
-    from docling_core.types.doc import CoordOrigin
-
+    model-free NativePdfPipeline, page by page (``_compact_pipeline``). Raises
+    ParseError when docling cannot read the file."""
     from parsers.docling_backend import conversion_result
 
-    result = native_converter().convert(path, raises_on_error=False)
+    result = native_converter(compact=True).convert(path, raises_on_error=False)
+    parsed = _READ.pop(id(result), {})
     converted = conversion_result(result, "pdf-offline")
     warnings = converted.warnings
     doc = converted.doc
     sizes = {no: (p.size.width, p.size.height) for no, p in doc.pages.items()}
-
-    def top_left(box: Any, page_h: float) -> tuple[float, float, float, float]:
-        if box.coord_origin == CoordOrigin.BOTTOMLEFT:
-            box = box.to_top_left_origin(page_height=page_h)
-        return (box.l, box.t, box.r, box.b)
-
-    parsed = {p.page_no: p.parsed_page for p in result.pages if p.parsed_page is not None}
-    words: dict[int, list[Word]] = {}
+    page_count, partial_result = converted.page_count, converted.partial
+    del result, converted  # docling's pages: what is left of them is not needed
+    words = {page_no: cells.words for page_no, cells in parsed.items()}
+    raw_lines = {page_no: cells.lines for page_no, cells in parsed.items()}
     # Fonts docling-parse could only name by their resource key ("/F3").
-    unresolved: dict[int, set[str]] = {}
-    raw_lines: dict[int, list[tuple[str, tuple[float, float, float, float]]]] = {}
-    for page_no, page in parsed.items():
-        page_h = sizes.get(page_no, (0.0, 0.0))[1]
-        ws = []
-        for i, cell in enumerate(page.word_cells):
-            if not cell.text.strip():
-                continue
-            l_, t_, r_, b_ = top_left(cell.rect.to_bounding_box(), page_h)
-            font_name = getattr(cell, "font_name", "") or ""
-            face = face_name(font_name)
-            if font_name and font_name == getattr(cell, "font_key", ""):
-                unresolved.setdefault(page_no, set()).add(face)
-            mode = getattr(cell, "rendering_mode", None)
-            stroked = getattr(mode, "value", mode) in _FILL_THEN_STROKE
-            ws.append(Word(fold_radicals(cell.text), l_, t_, r_, b_, face, i, stroked))
-        words[page_no] = ws
-        raw_lines[page_no] = [
-            (fold_radicals(cell.text), top_left(cell.rect.to_bounding_box(), page_h))
-            for cell in page.textline_cells
-            if cell.text
-        ]
+    unresolved = {
+        page_no: cells.unresolved for page_no, cells in parsed.items() if cells.unresolved
+    }
     if unresolved:
         try:
             _resolve_fonts(path, words, unresolved)
@@ -339,9 +406,9 @@ def native_content(path: Path) -> TextLayer:
     failed: list[int] = []
     partial = False
     if parsed:
-        page_total = max(converted.page_count, len(sizes))
+        page_total = max(page_count, len(sizes))
         failed = [p for p in range(1, page_total + 1) if p not in parsed]
-    elif converted.partial:
+    elif partial_result:
         partial = True
         warnings.append(ParseWarning("pdf", "partial conversion without per-page results"))
     lines: list[Line] = []
@@ -378,6 +445,6 @@ def native_content(path: Path) -> TextLayer:
                 continue
             prov = provs[0]
             page_h = sizes.get(prov.page_no, (0.0, 0.0))[1]
-            lines.append(Line(prov.page_no, fold_radicals(text), *top_left(prov.bbox, page_h)))
+            lines.append(Line(prov.page_no, fold_radicals(text), *_top_left(prov.bbox, page_h)))
     page_count = max([len(sizes), *failed, *sizes], default=0)
     return TextLayer(lines, sizes, warnings, words, failed, partial, page_count)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,24 @@ class Page:
         c.FPDFPath_SetDrawMode(obj, 0, 1)
         c.FPDFPage_InsertObject(self.page.raw, obj)
 
+    def table(
+        self, rows: list[list[str]], y: float, header: list[str] | None, xs: list[float]
+    ) -> float:
+        """A ruled table from ``y``, a column between each two of ``xs``, 16 pt rows (the
+        header row bold); returns the y below it."""
+        top = y
+        lines = ([header] if header else []) + rows
+        for r, row in enumerate(lines):
+            for k, value in enumerate(row):
+                font = "Helvetica-Bold" if header and r == 0 else "Helvetica"
+                self.text(value, xs[k] + 4, y + 12, font)
+            y += 16
+        for i in range(len(lines) + 1):
+            self.line(xs[0], top + 16 * i, xs[-1], top + 16 * i)
+        for x in xs[: len(lines[0]) + 1]:
+            self.line(x, top, x, y)
+        return y
+
     def paragraph(self, lines: list[str], y: float, font: str = "Times-Roman") -> float:
         """Lines at 12 pt leading from ``y``; returns the y below the last one."""
         for s in lines:
@@ -78,3 +97,65 @@ def make_pdf(path: Path, *pages: Callable[[Page], None]) -> Path:
         c.FPDFPage_GenerateContent(page.raw)
     pdf.save(str(path))
     return path
+
+
+def manual_pdf(path: Path, n_pages: int) -> Path:
+    """A plant manual of ``n_pages`` pages: running header and page number, a chapter
+    heading every 10 pages, numbered section headings, paragraphs of wrapped 10 pt text
+    (~600 words a page) and a ruled table on every 4th page."""
+    from tests.helpers.long_manual import heading, paragraph
+
+    def draw(page_no: int) -> Callable[[Page], None]:
+        def page(p: Page) -> None:
+            p.text("Plant operations manual, revision 7", 72, 40, size=8)
+            p.text(f"Page {page_no}", 290, 765, size=8)
+            y = 70.0
+            if page_no % 10 == 1:
+                chapter = page_no // 10 + 1
+                p.text(
+                    f"Chapter {chapter}: maintenance of line {chapter}",
+                    72,
+                    y + 16,
+                    size=16,
+                    font="Helvetica-Bold",
+                )
+                y += 34
+            section = page_no * 3
+            n = 0
+            while y < 700:
+                if n % 3 == 0:
+                    p.text(
+                        f"{page_no}.{n // 3 + 1} {heading(section + n // 3)}",
+                        72,
+                        y + 12,
+                        font="Helvetica-Bold",
+                        size=12,
+                    )
+                    y += 22
+                text = " ".join(paragraph(section, n + k) for k in range(3))
+                lines = textwrap.wrap(text, 95)[: max(1, int((740 - y) // 12))]
+                y = p.paragraph(lines, y + 10) + 8
+                if page_no % 4 == 0 and n == 0:
+                    rows = [
+                        [
+                            f"Unit {page_no}-{r}",
+                            f"Line {r}",
+                            f"{page_no * 7 + r} bar",
+                            "ok" if (page_no + r) % 3 else "check",
+                        ]
+                        for r in range(1, 9)
+                    ]
+                    y = (
+                        p.table(
+                            rows,
+                            y,
+                            ["Unit", "Line", "Pressure", "Status"],
+                            [72.0, 170.0, 290.0, 410.0, 540.0],
+                        )
+                        + 12
+                    )
+                n += 1
+
+        return page
+
+    return make_pdf(path, *(draw(i) for i in range(1, n_pages + 1)))

@@ -40,18 +40,7 @@ def _table(
     p: Page, rows: list[list[str]], y: float, header: list[str] | None = None, xs: list[float] = XS
 ) -> float:
     """A ruled table from ``y`` (its header row bold); returns the y below it."""
-    top = y
-    lines = ([header] if header else []) + rows
-    for r, row in enumerate(lines):
-        for k, value in enumerate(row):
-            font = "Helvetica-Bold" if header and r == 0 else "Helvetica"
-            p.text(value, xs[k] + 4, y + 12, font)
-        y += 16
-    for i in range(len(lines) + 1):
-        p.line(xs[0], top + 16 * i, xs[-1], top + 16 * i)
-    for x in xs[: len(lines[0]) + 1]:
-        p.line(x, top, x, y)
-    return y
+    return p.table(rows, y, header, xs)
 
 
 def _furniture(p: Page, n: int) -> None:
