@@ -15,11 +15,11 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from common.errors import ConfigurationError
+from common.errors import ConfigurationError, CorpusflowError
 from common.settings import Settings
 from corpusflow.evaluate import RetrievalCheck
-from corpusflow.pipeline import RunReport, StageTimer, ValidationFailedError
 from corpusflow.plan import Plan
+from corpusflow.report import RunReport, StageTimer
 from embedding import Embedder, load_embedder
 from storage import Store
 from storage.records import Pointer
@@ -29,6 +29,10 @@ if TYPE_CHECKING:
 
 # (store, active pointer row, candidate chunk table, candidate's embedder) -> (switch?, summary)
 Gate = Callable[[Store, Pointer, str, Embedder], tuple[bool, str]]
+
+
+class ValidationFailedError(CorpusflowError):
+    """A rebuilt table did not validate; the active pointer was left alone."""
 
 
 class Activation:

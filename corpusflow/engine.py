@@ -66,17 +66,12 @@ from corpusflow.executors import (
 from corpusflow.fingerprints import Fingerprints, check_fingerprint, pipeline_fingerprint
 from corpusflow.holds import Accept, record_holds
 from corpusflow.job import Job, Progress
-from corpusflow.pipeline import (
-    Processed,
-    RunReport,
-    StageTimer,
-    choose_model,
-    record_deletions,
-    record_failures,
-    reuse_active_chunks,
-)
+from corpusflow.model_choice import choose_model
+from corpusflow.parse_chunk import Processed
 from corpusflow.plan import Plan, WorkItem, plan_changes
+from corpusflow.report import RunReport, StageTimer
 from corpusflow.runtime import release_free_memory
+from corpusflow.writes import record_deletions, record_failures, reuse_active_chunks
 from sources import open_source
 from storage import Store, collection_lease
 from storage.records import PlanReason, RunRecord

@@ -16,7 +16,7 @@ from typing import Any
 from chunking.models import Contextualizer
 from common.settings import Settings
 from corpusflow.fingerprints import Fingerprints
-from corpusflow.pipeline import (
+from corpusflow.parse_chunk import (
     Processed,
     chunk_parsed,
     make_contextualizer,

@@ -36,8 +36,10 @@ from corpusflow.approval import RunRejected
 from corpusflow.engine import Gate, RefreshEngine
 from corpusflow.executors import ProcessDocument, WriteBatch
 from corpusflow.job import Job
-from corpusflow.pipeline import BatchWritten, Processed, RunReport
+from corpusflow.parse_chunk import Processed
 from corpusflow.plan import WorkItem
+from corpusflow.report import RunReport
+from corpusflow.writes import BatchWritten
 from embedding import Embedder
 from flows.approval import ProgressArtifacts, artifact_key, ask_in_ui
 from flows.scaleout import ClusterEmbedder, dask_task_runner
