@@ -1,11 +1,66 @@
-"""What one run reports (``RunReport``: counts, tables, timings, the retrieval check,
-holds, approval) and the wall time it spent per stage (``StageTimer``)."""
+"""What one run reports (``RunReport``: counts, tables, timings, the retrieval check's
+result ``CheckResult``, holds, approval) and the wall time it spent per stage
+(``StageTimer``)."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    """What the retrieval check found (``RunReport.check``): the question set's figures
+    before and after a change, the questions whose rank changed, whether the change is
+    worse than the margin (``worse``), refused and undone, and a one-line ``summary``;
+    or, when the check was skipped, only why (``skipped``, ``summary``).
+
+    ``to_dict`` is its JSON in the run's report (``runs.report_json``, ``--json``, the
+    Prefect artifacts), key for key as ``from_dict`` reads it back."""
+
+    questions: int = 0
+    source: str = ""
+    mode: str = ""
+    k: int = 0
+    margin: float | None = None  # None: report only, never refuse or undo
+    before: dict[str, float] = field(default_factory=dict)  # HitRate@5, MRR@10, HitRate@k
+    after: dict[str, float] = field(default_factory=dict)
+    changed: list[dict[str, Any]] = field(default_factory=list)  # question, path, ranks
+    comparison: str = ""  # ``gate``'s figure-by-figure comparison
+    worse: bool = False
+    refused: bool = False
+    undone: bool = False
+    summary: str = ""
+    # Seconds the question set took before and after the change, and (a refresh writing
+    # in place) each table's version before and after the run, and as restored.
+    seconds: dict[str, float] | None = None
+    versions: dict[str, dict[str, int | None]] | None = None
+    skipped: bool = False  # only ``summary`` says anything
+
+    @classmethod
+    def skip(cls, summary: str) -> CheckResult:
+        return cls(summary=summary, skipped=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.skipped:
+            return {"summary": self.summary}
+        out = asdict(self)
+        del out["skipped"]
+        for key in ("seconds", "versions"):
+            if out[key] is None:
+                del out[key]
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CheckResult | None:
+        """The result in a run's report; None for ``{}`` (no check configured)."""
+        if not data:
+            return None
+        if set(data) == {"summary"}:
+            return cls.skip(data["summary"])
+        known = set(cls.__dataclass_fields__) - {"skipped"}
+        return cls(**{k: v for k, v in data.items() if k in known})
 
 
 @dataclass(slots=True)
@@ -52,15 +107,17 @@ class RunReport:
     llm_tokens: int = 0  # LLM tokens spent on contextual prefixes (chunk.contextual='llm')
     failures: list[dict[str, str]] = field(default_factory=list)
     # The retrieval check (before/after figures, changed questions, whether it undid
-    # the run); empty when no question set is configured.
-    check: dict[str, Any] = field(default_factory=dict)
+    # the run); None when no question set is configured ({} in ``to_dict``).
+    check: CheckResult | None = None
     held_documents: list[dict[str, Any]] = field(default_factory=list)  # Hold.row of each
     # The approval this run asked for (corpusflow.approval): reasons, answer, by, note;
     # empty when it asked nothing.
     approval: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        out["check"] = self.check.to_dict() if self.check is not None else {}
+        return out
 
 
 class StageTimer:
