@@ -11,7 +11,7 @@ For each case, in one process and on the same chunks:
 - pipeline: ``embedding.embed_texts`` with the real ``EmbeddingCache`` of a
   fresh LanceDB database (``store.caches.embeddings(spec.table_suffix, spec.dim)``),
   the batch size and ``checkpoint_every`` of ``EmbedSettings``, exactly as
-  ``corpusflow.pipeline.write_batch`` calls it during a refresh;
+  ``corpusflow.writes.write_batch`` calls it during a refresh;
 - raw: the same loaded model's own ``encode`` (SentenceTransformer.encode or
   BGEM3FlagModel.encode) over all chunks at once, with the same batch size and
   outputs (BGE-M3: dense + sparse).

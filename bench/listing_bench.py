@@ -6,7 +6,7 @@ Generates ``--files`` tiny files (a few bytes each, ``--per-dir`` per folder, tw
 levels, a share of them with ``.meta.json`` sidecars) in a temporary directory, seeds a
 LanceDB ledger as if every file were indexed (real SHA-256 hashes, written with
 ``store.ledger.upsert``), then measures what it costs to produce the change set of a
-refresh in which nothing changed: ``corpusflow.pipeline.plan_changes`` over a
+refresh in which nothing changed: ``corpusflow.plan.plan_changes`` over a
 ``LocalSource``. Nothing is parsed or embedded; this is the floor of every nightly run.
 
 Rows:

@@ -183,7 +183,7 @@ def _plan_child(db: str, rows: int, new: int = 0) -> None:
     """In a fresh process: plan the synthetic listing against the synthetic ledger."""
     from common.settings import load_settings
     from corpusflow.fingerprints import Fingerprints
-    from corpusflow.pipeline import choose_model
+    from corpusflow.model_choice import choose_model
     from corpusflow.plan import plan_changes
     from storage import Store
 
@@ -227,7 +227,7 @@ def plan(args: argparse.Namespace) -> dict[str, Any]:
 
     from common.settings import load_settings
     from corpusflow.fingerprints import Fingerprints
-    from corpusflow.pipeline import choose_model
+    from corpusflow.model_choice import choose_model
     from sources import SourceFile
     from storage import Store
     from storage.schema import LEDGER_SCHEMA

@@ -2,7 +2,7 @@
 
 The stage packages (``parsers``, ``chunking``, ``embedding``, ``storage``,
 ``sources``) do the work; ``flows`` wires them into Prefect flows; this package
-holds the shared settings, errors, the pipeline glue and the CLI.
+holds the refresh engine that runs them, the search API and the CLI.
 """
 
 from common.settings import Settings, load_settings

@@ -13,22 +13,27 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from common.errors import ConfigurationError
+from common.errors import ConfigurationError, CorpusflowError
 from common.settings import Settings
 from corpusflow.evaluate import RetrievalCheck
-from corpusflow.pipeline import RunReport, StageTimer, ValidationFailedError
 from corpusflow.plan import Plan
+from corpusflow.report import CheckResult, RunReport, StageTimer
 from embedding import Embedder, load_embedder
 from storage import Store
-from storage.records import Pointer
+from storage.records import Pin, Pointer
 
 if TYPE_CHECKING:
     from corpusflow.job import Job
 
 # (store, active pointer row, candidate chunk table, candidate's embedder) -> (switch?, summary)
 Gate = Callable[[Store, Pointer, str, Embedder], tuple[bool, str]]
+
+
+class ValidationFailedError(CorpusflowError):
+    """A rebuilt table did not validate; the active pointer was left alone."""
 
 
 class Activation:
@@ -113,23 +118,23 @@ class Activation:
         if check is None:
             return
         if self.accepting:
-            report.check = {
-                "summary": "retrieval check: skipped, accepting "
+            report.check = CheckResult.skip(
+                "retrieval check: skipped, accepting "
                 f"{len(plan.work) + len(plan.deleted)} held document(s)"
-            }
+            )
             return
         store, spec = self.job.store, self.job.spec
         active = store.pointer.active()
         target = report.chunk_table
         if active is None:
-            report.check = {"summary": "retrieval check: skipped, no active table yet"}
+            report.check = CheckResult.skip("retrieval check: skipped, no active table yet")
             return
         if active.chunk_table != target:
             if not self.activate:
-                report.check = {
-                    "summary": f"retrieval check: skipped, {target} is built beside the active "
+                report.check = CheckResult.skip(
+                    f"retrieval check: skipped, {target} is built beside the active "
                     "table (checked by `corpusflow reindex` before it is switched in)"
-                }
+                )
             return  # a reindex: checked against the active table before switching
         if not (plan.work or plan.deleted):
             return  # nothing will change the table
@@ -145,13 +150,13 @@ class Activation:
             # and a result the check refuses, are never what a search reads.
             ledger_table, ledger_version = self.pre_versions["ledger"]
             store.pointer.pin(
-                {
-                    "chunks": self.pre_versions["chunks"][1],
-                    "parents": self.pre_versions["parents"][1],
-                    "ledger": ledger_version,
-                    "ledger_table": ledger_table,
-                    "run_id": report.run_id,
-                }
+                Pin(
+                    chunks=self.pre_versions["chunks"][1],
+                    ledger=ledger_version,
+                    ledger_table=ledger_table,
+                    parents=self.pre_versions["parents"][1],
+                    run_id=report.run_id,
+                )
             )
         start = time.perf_counter()
         with self.timer.time("retrieval_check"):
@@ -171,28 +176,34 @@ class Activation:
         with self.timer.time("retrieval_check"):
             after = check.run(store, chunks, parents, self.job.embedder)
         after_s = time.perf_counter() - start
-        result = check.compare(before, after)
-        result["seconds"] = {"before": round(self.check_before_s, 3), "after": round(after_s, 3)}
         versions: dict[str, dict[str, int | None]] = {}
         for kind, (name, version) in self.pre_versions.items():
             versions[kind] = {"before": version, "after": store.version_of(name)}
-        result["versions"] = versions
-        if result["refused"]:
+        result = replace(
+            check.compare(before, after),
+            seconds={"before": round(self.check_before_s, 3), "after": round(after_s, 3)},
+            versions=versions,
+        )
+        if result.refused:
             with self.timer.time("undo"):
                 for kind, (name, version) in self.pre_versions.items():
                     versions[kind]["restored"] = store.restore_version(name, version)
-            result["undone"] = True
             chunk_v = versions["chunks"]
-            result["summary"] += (
-                f"; undone: {chunks} restored to version {chunk_v['before']} "
-                f"(as version {chunk_v['restored']}), parents and ledger too"
+            result = replace(
+                result,
+                undone=True,
+                summary=result.summary
+                + (
+                    f"; undone: {chunks} restored to version {chunk_v['before']} "
+                    f"(as version {chunk_v['restored']}), parents and ledger too"
+                ),
             )
             report.chunk_table_version = chunk_v["restored"]
         if check.margin is not None:
             store.pointer.unpin()  # passed: readers move to the new version; undone: to the restored one
         report.check = result
-        self.log(result["summary"])
-        return bool(result["undone"])
+        self.log(result.summary)
+        return result.undone
 
     def _beside(self, active: Pointer, target: str) -> bool:
         """A table built beside the active one (reindex): the question set on the active
@@ -212,17 +223,16 @@ class Activation:
                 store.chunks.parent_name(store.chunks.suffix_of(target)),
                 self.job.embedder,
             )
-        result = check.compare(before, after)
-        result["seconds"] = {
-            "before": round(mid - start, 3),
-            "after": round(time.perf_counter() - mid, 3),
-        }
-        if result["refused"]:
-            result["summary"] += f"; {target} was not activated"
+        result = replace(
+            check.compare(before, after),
+            seconds={"before": round(mid - start, 3), "after": round(time.perf_counter() - mid, 3)},
+        )
+        if result.refused:
+            result = replace(result, summary=f"{result.summary}; {target} was not activated")
         report.check = result
-        report.gate = result["comparison"]
-        self.log(result["summary"])
-        return not result["refused"]
+        report.gate = result.comparison
+        self.log(result.summary)
+        return not result.refused
 
 
 def load_check(settings: Settings) -> RetrievalCheck | None:

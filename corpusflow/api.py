@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -46,7 +46,7 @@ from embedding import Embedder, ModelSpec
 from embedding.presets import fusion_defaults
 from embedding.query_encoder import load_query_embedder
 from storage import Store
-from storage.records import ChunkRow, DocStatus, LedgerRow, Pointer
+from storage.records import ChunkRow, DocStatus, LedgerRow, Pin, Pointer
 from storage.tables import read_table, sql_in
 
 _log = logging.getLogger("corpusflow.access")
@@ -137,19 +137,19 @@ class Searcher:
         chunk_table: str,
         parent_table: str,
         embedder: Embedder,
-        pinned: Mapping[str, Any] | None = None,
+        pinned: Pin | None = None,
         fusion: SearchSettings | None = None,
         follow: Settings | None = None,
     ):
-        """``pinned``: versions {"chunks", "parents"} to read instead of the latest (the
-        pointer's pin while a checked refresh runs). ``follow``: re-read the collection's
-        active pointer at each query (``for_active``), so a reindex swap or a rollback
-        takes effect for the next query, whole."""
+        """``pinned``: the versions of the chunk and parent tables to read instead of the
+        latest (the pointer's pin while a checked refresh runs). ``follow``: re-read the
+        collection's active pointer at each query (``for_active``), so a reindex swap or a
+        rollback takes effect for the next query, whole."""
         self.store = store
         self.chunk_table = chunk_table
         self.parent_table = parent_table
         self.embedder = embedder
-        self.pinned = dict(pinned) if pinned else None
+        self.pinned = pinned
         self.fusion = fusion or SearchSettings()
         self._follow = follow
         self.table = store.db.open_table(chunk_table)
@@ -197,17 +197,17 @@ class Searcher:
         """The chunk table at one version (pinned or latest), then the parent table at a
         version read after it."""
         self._current()
-        pinned = self.pinned or {}
+        pinned = self.pinned
         chunks = self.store.db.open_table(self.chunk_table)
-        if pinned.get("chunks") is not None:
-            chunks.checkout(int(pinned["chunks"]))
+        if pinned is not None and pinned.chunks is not None:
+            chunks.checkout(int(pinned.chunks))
         else:
             chunks.checkout(int(chunks.version))
         parents = self.store.find(self.parent_table)
         parent_version = None
         if parents is not None:
-            if pinned.get("parents") is not None:
-                parents.checkout(int(pinned["parents"]))
+            if pinned is not None and pinned.parents is not None:
+                parents.checkout(int(pinned.parents))
             else:
                 parents.checkout(int(parents.version))
             parent_version = int(parents.version)
@@ -375,7 +375,7 @@ class Searcher:
             rows = read_table(snap.parents, ["parent_id", "text"], sql_in("parent_id", parent_ids))
             parents = {r["parent_id"]: r["text"] for r in rows.to_pylist()}
             missing = len(parents) < len(parent_ids)
-            if missing and not partial and not (self.pinned or {}).get("parents"):
+            if missing and not partial and not (self.pinned and self.pinned.parents):
                 return None
         return [
             {
@@ -456,13 +456,14 @@ def status(settings: Settings) -> dict[str, Any]:
     if active is not None:
         table = store.db.open_table(active.chunk_table)
         model = active.model
+        pin = store.pointer.pinned()
         out.update(
             active_table=active.chunk_table,
             previous_table=active.previous_chunk_table,
             model={k: model.get(k) for k in ("model_id", "fingerprint", "dim", "max_length")},
             table_version=int(table.version),
             rows=int(table.count_rows()),
-            pinned=store.pointer.pinned(),
+            pinned=pin.to_dict() if pin is not None else None,
         )
     out["tables"] = store.model_tables()
     run = store.runs.last()

@@ -115,7 +115,7 @@ def _fail(message: str, code: int = 2) -> Any:
 
 def _run_flow(source: str, settings: Any, start: Any) -> dict[str, Any]:
     """Preflight, then run a flow; configuration errors exit 2, run failures exit 1."""
-    from corpusflow.pipeline import preflight
+    from corpusflow.model_choice import preflight
 
     preflight(source, settings)
     report: dict[str, Any] = start()
@@ -563,7 +563,7 @@ def serve(
     configure_environment()
     from prefect import serve as prefect_serve
 
-    from corpusflow.pipeline import preflight
+    from corpusflow.model_choice import preflight
     from flows.deployments import build_deployments
 
     preflight(source, settings)
@@ -688,7 +688,7 @@ def chunks(
     configure_environment()
     from corpusflow.fingerprints import Fingerprints
     from corpusflow.kit import StageKit
-    from corpusflow.pipeline import chunk_parsed
+    from corpusflow.parse_chunk import chunk_parsed
     from corpusflow.plan import WorkItem
     from embedding import resolve_model
     from parsers import ParserPool

@@ -24,6 +24,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextlib import ExitStack
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -66,17 +67,12 @@ from corpusflow.executors import (
 from corpusflow.fingerprints import Fingerprints, check_fingerprint, pipeline_fingerprint
 from corpusflow.holds import Accept, record_holds
 from corpusflow.job import Job, Progress
-from corpusflow.pipeline import (
-    Processed,
-    RunReport,
-    StageTimer,
-    choose_model,
-    record_deletions,
-    record_failures,
-    reuse_active_chunks,
-)
+from corpusflow.model_choice import choose_model
+from corpusflow.parse_chunk import Processed
 from corpusflow.plan import Plan, WorkItem, plan_changes
+from corpusflow.report import RunReport, StageTimer
 from corpusflow.runtime import release_free_memory
+from corpusflow.writes import record_deletions, record_failures, reuse_active_chunks
 from sources import open_source
 from storage import Store, collection_lease
 from storage.records import PlanReason, RunRecord
@@ -235,7 +231,7 @@ class RefreshEngine:
         recovered = store.pointer.recover_pin()
         if recovered is not None:
             self.log(
-                f"run {recovered.get('run_id')} ended before its retrieval check; readers never "
+                f"run {recovered.run_id} ended before its retrieval check; readers never "
                 "saw its writes, and its tables were restored to the versions they saw"
             )
         progress = self.stack.enter_context(Progress(settings.run.progress))
@@ -344,8 +340,9 @@ class RefreshEngine:
             with timer.time("tidy_caches"):
                 store.caches.tidy()
             store.drop(store.name("staging", spec.table_suffix))  # pre-cache checkpoint
-        undone = bool(report.check.get("undone"))
-        if undone:
+        check = report.check
+        undone = check is not None and check.undone
+        if check is not None and check.undone:
             with timer.time("ledger"):
                 newly = record_holds(
                     store,
@@ -353,16 +350,18 @@ class RefreshEngine:
                     report.run_id,
                     self.committed,
                     plan.deleted,
-                    report.check,
+                    check,
                     self.check_key,
                     pipeline_fingerprint(fps),
                     plan.touched,
                 )
             report.held_documents += newly
             report.held = len(report.held_documents)
-            report.check["summary"] += (
-                f"; {len(newly)} document(s) held until their bytes, the question set or the "
-                "pipeline change (`corpusflow accept-held` indexes them anyway)"
+            check = report.check = replace(
+                check,
+                summary=f"{check.summary}; {len(newly)} document(s) held until their bytes, "
+                "the question set or the pipeline change (`corpusflow accept-held` indexes "
+                "them anyway)",
             )
         report.elapsed_s = time.time() - self.started
         report.stage_s = {k: round(v, 3) for k, v in timer.totals.items()}
@@ -380,9 +379,9 @@ class RefreshEngine:
                 chunk_table_version=report.chunk_table_version,
             )
         )
-        if undone:
+        if check is not None and check.undone:
             raise RetrievalCheckFailed(
-                f"run {report.run_id} was undone: {report.check['summary']}", report.to_dict()
+                f"run {report.run_id} was undone: {check.summary}", report.to_dict()
             )
         return report
 

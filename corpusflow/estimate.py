@@ -39,7 +39,7 @@ from common.settings import Settings
 from storage.records import PlanReason
 
 if TYPE_CHECKING:
-    from corpusflow.pipeline import Processed
+    from corpusflow.parse_chunk import Processed
     from corpusflow.plan import Plan, WorkItem
     from storage import Store
 
@@ -742,7 +742,7 @@ def preview(
     write lease and without writing anything (a running refresh is not disturbed)."""
     from corpusflow.activation import load_check
     from corpusflow.fingerprints import Fingerprints, check_fingerprint
-    from corpusflow.pipeline import choose_model
+    from corpusflow.model_choice import choose_model
     from corpusflow.plan import plan_changes
     from sources import open_source
     from storage import Store

@@ -23,7 +23,12 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from corpusflow.report import CheckResult
+
+if TYPE_CHECKING:
+    from storage.records import Pin
 
 SearchFn = Callable[[str, int], list[dict[str, Any]]]
 # Question fields evaluate() breaks the figures down by, when the question set has them.
@@ -220,7 +225,7 @@ class RetrievalCheck:
         chunk_table: str,
         parent_table: str,
         embedder: Any,
-        pinned: dict[str, Any] | None = None,
+        pinned: Pin | None = None,
     ) -> dict[str, Any]:
         """``evaluate`` the question set on one chunk table (as it is now, or at the
         ``pinned`` versions)."""
@@ -234,7 +239,7 @@ class RetrievalCheck:
             k=self.k,
         )
 
-    def compare(self, before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    def compare(self, before: dict[str, Any], after: dict[str, Any]) -> CheckResult:
         """The report: figures before and after, the questions whose rank changed,
         whether the change is worse than the margin (``worse``; with no margin, any
         drop is reported but nothing is refused) and a one-line ``summary``."""
@@ -254,18 +259,17 @@ class RetrievalCheck:
             f"MRR@10 {before['mrr_at_10']:.3f} -> {after['mrr_at_10']:.3f}; "
             f"{len(changed)} question(s) changed rank; {verdict}"
         )
-        return {
-            "questions": len(self.questions),
-            "source": self.source,
-            "mode": self.mode,
-            "k": self.k,
-            "margin": self.margin,
-            "before": _figures(before, self.k),
-            "after": _figures(after, self.k),
-            "changed": changed,
-            "comparison": comparison,
-            "worse": worse,
-            "refused": worse and self.margin is not None,
-            "undone": False,
-            "summary": summary,
-        }
+        return CheckResult(
+            questions=len(self.questions),
+            source=self.source,
+            mode=self.mode,
+            k=self.k,
+            margin=self.margin,
+            before=_figures(before, self.k),
+            after=_figures(after, self.k),
+            changed=changed,
+            comparison=comparison,
+            worse=worse,
+            refused=worse and self.margin is not None,
+            summary=summary,
+        )

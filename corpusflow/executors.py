@@ -27,8 +27,9 @@ from common.settings import Settings
 from corpusflow import retry
 from corpusflow.fingerprints import Fingerprints
 from corpusflow.kit import KitRecipe, StageKit, process_document
-from corpusflow.pipeline import BatchWritten, Processed
+from corpusflow.parse_chunk import Processed
 from corpusflow.plan import WorkItem
+from corpusflow.writes import BatchWritten
 from embedding import Embedder
 from sources import Source
 

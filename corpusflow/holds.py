@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from storage.records import DocStatus, LedgerRow
 
 if TYPE_CHECKING:
+    from corpusflow.report import CheckResult
     from sources import SourceFile
     from storage import Store
 
@@ -125,7 +126,7 @@ def record_holds(
     run_id: str,
     committed: list[tuple[SourceFile, str]],
     deleted: list[LedgerRow],
-    check_result: dict[str, Any],
+    check_result: CheckResult,
     check: str,
     pipeline: str,
     touched: Sequence[LedgerRow] = (),
@@ -135,15 +136,15 @@ def record_holds(
     ledger commit, with the ``touched`` rows the run wrote before its check (unchanged
     documents: refreshed stats, lifted holds), which the undo reverted. Returns the
     ``Hold.row``s."""
-    worse = worse_questions(check_result.get("changed", []))
+    worse = worse_questions(check_result.changed)
     common = {
         "run_id": run_id,
         "held_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "check": check,
         "pipeline": pipeline,
-        "summary": str(check_result.get("summary", "")),
-        "before": dict(check_result.get("before", {})),
-        "after": dict(check_result.get("after", {})),
+        "summary": check_result.summary,
+        "before": dict(check_result.before),
+        "after": dict(check_result.after),
         "questions_worse": len(worse),
         "questions": worse[:MAX_QUESTIONS],
     }

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 from common.settings import Settings
 from corpusflow.fingerprints import Fingerprints
 from corpusflow.kit import KitRecipe, StageKit
-from corpusflow.pipeline import BatchWritten, Processed, write_batch
+from corpusflow.parse_chunk import Processed
+from corpusflow.writes import BatchWritten, write_batch
 from embedding import Embedder, ModelSpec, OneThreadEmbedder
 from embedding.query_encoder import load_document_embedder
 from sources import Source

@@ -18,7 +18,7 @@ from chunking.models import Contextualizer
 from common.settings import Settings
 from corpusflow.fingerprints import Fingerprints
 from corpusflow.passwords import check_password_rules, password_for
-from corpusflow.pipeline import (
+from corpusflow.parse_chunk import (
     Processed,
     chunk_parsed,
     make_contextualizer,

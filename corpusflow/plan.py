@@ -65,7 +65,7 @@ PLAN_COLUMNS = (
 )
 LISTING_SLICE = 20_000
 # How a partial document's ledger message starts when pages are missing
-# (corpusflow.pipeline.ledger_row).
+# (corpusflow.writes.ledger_row).
 MISSING_PAGES = "pages not read: "
 
 log = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""flows: Prefect flows and tasks only; every step calls a stage package or corpusflow.pipeline."""
+"""flows: Prefect flows and tasks only; every step calls a stage package or the corpusflow engine."""
 
 from common import lifeline
 

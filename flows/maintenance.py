@@ -23,7 +23,7 @@ def maintain_flow(settings_json: str) -> dict[str, Any]:
         # Cleanup may remove old versions: first undo a dead checked refresh's pinned,
         # unchecked writes, so no reader is left pinned to a removed version.
         if (pin := store.pointer.recover_pin()) is not None:
-            report["recovered_pin"] = pin
+            report["recovered_pin"] = pin.to_dict()
         active = store.pointer.active()
         if active is not None:
             report["indexes"] = ensure_indexes(store, active.chunk_table, settings.storage)

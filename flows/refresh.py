@@ -36,8 +36,10 @@ from corpusflow.approval import RunRejected
 from corpusflow.engine import Gate, RefreshEngine
 from corpusflow.executors import ProcessDocument, WriteBatch
 from corpusflow.job import Job
-from corpusflow.pipeline import BatchWritten, Processed, RunReport
+from corpusflow.parse_chunk import Processed
 from corpusflow.plan import WorkItem
+from corpusflow.report import RunReport
+from corpusflow.writes import BatchWritten
 from embedding import Embedder
 from flows.approval import ProgressArtifacts, artifact_key, ask_in_ui
 from flows.scaleout import ClusterEmbedder, dask_task_runner
@@ -196,21 +198,21 @@ class PrefectExecutor:
 def _check_markdown(report: RunReport) -> str:
     """The retrieval check as Markdown: figures before and after, changed questions."""
     check = report.check
-    lines = [f"# Retrieval check of run {report.run_id}", "", check.get("summary", "")]
-    if "before" in check:
+    assert check is not None
+    lines = [f"# Retrieval check of run {report.run_id}", "", check.summary]
+    if check.before:
         lines += ["", "| figure | before | after |", "|---|---|---|"]
         lines += [
-            f"| {key} | {check['before'][key]:.3f} | {check['after'][key]:.3f} |"
-            for key in check["before"]
+            f"| {key} | {check.before[key]:.3f} | {check.after[key]:.3f} |" for key in check.before
         ]
-    if check.get("changed"):
+    if check.changed:
         lines += ["", "| question | path | rank before | rank after |", "|---|---|---|---|"]
-        for c in check["changed"]:
+        for c in check.changed:
             question = str(c["question"]).replace("|", "\\|")
             before = "-" if c["before"] is None else c["before"]
             after = "-" if c["after"] is None else c["after"]
             lines.append(f"| {question} | {c['path']} | {before} | {after} |")
-    for kind, v in check.get("versions", {}).items():
+    for kind, v in (check.versions or {}).items():
         restored = f", restored as version {v['restored']}" if "restored" in v else ""
         lines.append(
             f"\n`{kind}`: version {v['before']} before the run, {v['after']} after{restored}"
@@ -305,7 +307,7 @@ def _publish(report: RunReport, settings: Settings) -> None:
             + (f"\n## Plan and estimate\n\n{plan}" if plan else "")
         ),
     )
-    if report.check:
+    if report.check is not None:
         create_markdown_artifact(
             key=f"retrieval-check-{key}",
             markdown=_check_markdown(report),

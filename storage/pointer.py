@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow as pa
 
 from storage.chunks import ChunkTables
-from storage.records import Pointer, RunRecord
+from storage.records import Pin, Pointer, RunRecord
 from storage.schema import ERASURES_SCHEMA, POINTER_SCHEMA, RUNS_SCHEMA
 from storage.tables import Tables, now
 
@@ -33,23 +33,23 @@ class PointerTable:
             raise LookupError(f"collection {self.tables.collection!r} has no active table")
         return current
 
-    def pinned(self) -> dict[str, Any] | None:
+    def pinned(self) -> Pin | None:
         """The table versions readers are held on while a checked refresh runs, or None."""
         current = self.active()
         return current.pinned if current else None
 
-    def pin(self, versions: Mapping[str, Any]) -> None:
+    def pin(self, pin: Pin) -> None:
         """Hold readers on these versions of the active chunk and parent tables (one
         pointer commit) until ``unpin``: a checked refresh writes in place, and readers
         see its result only once its retrieval check has passed."""
-        self._write(self.require(), pinned_json=json.dumps(dict(versions), sort_keys=True))
+        self._write(self.require(), pinned_json=json.dumps(pin.to_dict(), sort_keys=True))
 
     def unpin(self) -> None:
         current = self.active()
         if current is not None and current.pinned is not None:
             self._write(current, pinned_json=None)
 
-    def recover_pin(self) -> dict[str, Any] | None:
+    def recover_pin(self) -> Pin | None:
         """A pin left by a checked refresh that died before its check (whoever holds the
         write lease may call this): its writes were never shown to readers, so the chunk,
         parent and ledger tables go back to the pinned versions and the pin is cleared.
@@ -59,9 +59,9 @@ class PointerTable:
         if current is None or pin is None:
             return None
         for name, version in (
-            (current.chunk_table, pin.get("chunks")),
-            (current.parent_table, pin.get("parents")),
-            (pin.get("ledger_table"), pin.get("ledger")),
+            (current.chunk_table, pin.chunks),
+            (current.parent_table, pin.parents),
+            (pin.ledger_table, pin.ledger),
         ):
             if name and version is not None:
                 self.tables.restore_version(name, int(version))

@@ -1,7 +1,7 @@
 """Typed rows: what crosses the storage boundary.
 
 ``Store`` reads and writes these, never bare dicts: a ledger row is a ``LedgerRow``
-with a ``DocStatus``, the active pointer a ``Pointer``, a finished run a ``RunRecord``, a chunk a ``ChunkRow``, a parent section a
+with a ``DocStatus``, the active pointer a ``Pointer`` (its pin a ``Pin``), a finished run a ``RunRecord``, a chunk a ``ChunkRow``, a parent section a
 ``ParentRow``. Each mirrors its Arrow schema in ``storage.schema`` field for field (a
 test checks it); rows of tables written before a column existed read it as its default.
 """
@@ -141,8 +141,35 @@ class Pointer(_Record):
         return dict(json.loads(self.model_json))
 
     @property
-    def pinned(self) -> dict[str, Any] | None:
-        return dict(json.loads(self.pinned_json)) if self.pinned_json else None
+    def pinned(self) -> Pin | None:
+        return Pin.from_dict(json.loads(self.pinned_json)) if self.pinned_json else None
+
+
+@dataclass(frozen=True, slots=True)
+class Pin:
+    """The versions readers stay on while a checked refresh runs (``Pointer.pinned_json``,
+    storage.pointer.PointerTable.pin): the active chunk and parent tables' and the
+    ledger's, and the run that pinned them. The fields are in the order of the keys of
+    the stored JSON (sorted), which ``corpusflow status --json`` shows as they are."""
+
+    chunks: int | None
+    ledger: int | None
+    ledger_table: str | None
+    parents: int | None
+    run_id: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Pin:
+        return cls(
+            chunks=data.get("chunks"),
+            ledger=data.get("ledger"),
+            ledger_table=data.get("ledger_table"),
+            parents=data.get("parents"),
+            run_id=str(data.get("run_id", "")),
+        )
 
 
 @dataclass(slots=True)

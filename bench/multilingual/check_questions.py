@@ -54,7 +54,7 @@ class Indexer:
         if self._state is None:
             from common.settings import load_settings
             from corpusflow.fingerprints import Fingerprints
-            from corpusflow.pipeline import make_contextualizer
+            from corpusflow.parse_chunk import make_contextualizer
             from corpusflow.runtime import configure_environment
             from embedding import load_embedder, resolve_model
             from storage import Store
@@ -69,7 +69,7 @@ class Indexer:
         return self._state
 
     def _compute(self, file: Path) -> tuple[str, list[dict[str, Any]]]:
-        from corpusflow.pipeline import chunk_parsed
+        from corpusflow.parse_chunk import chunk_parsed
         from corpusflow.plan import WorkItem
         from parsers import parse_file
         from sources import LocalSource, SourceFile

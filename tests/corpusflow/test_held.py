@@ -216,7 +216,7 @@ def test_an_undone_deletion_is_held_until_the_question_set_changes(
     # The next refresh neither deletes it again nor touches a table.
     versions = _versions(db)
     plain = RefreshEngine(str(folder), settings).refresh()
-    assert plain.held == 1 and plain.deleted == 0 and plain.check == {}
+    assert plain.held == 1 and plain.deleted == 0 and plain.check is None
     assert _versions(db) == versions
 
     # A changed question set (its bytes) lifts the hold: the deletion is tried again.
@@ -229,7 +229,7 @@ def test_an_undone_deletion_is_held_until_the_question_set_changes(
     # Accepted: the deletion goes through without the check.
     accepted = RefreshEngine(str(folder), settings, kind="accept-held", accept=Accept()).refresh()
     assert accepted.accepted == 1 and accepted.deleted == 1
-    assert "skipped" in accepted.check["summary"]
+    assert accepted.check is not None and "skipped" in accepted.check.summary
     assert _ledger(db)["sensors.md"].status == DocStatus.DELETED
     assert all(r["path"] != "sensors.md" for r in _snapshot(db)["chunks"])
     assert nothing_lost(settings, str(folder)).ok

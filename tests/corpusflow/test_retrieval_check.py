@@ -13,6 +13,7 @@ import pytest
 from common.errors import RetrievalCheckFailed
 from common.settings import Settings, load_settings
 from corpusflow.engine import InProcessExecutor, RefreshEngine
+from corpusflow.report import CheckResult
 from storage import Store
 
 DOCS = {
@@ -117,7 +118,9 @@ def test_a_refresh_that_breaks_retrieval_is_undone(folder: Path, tmp_path: Path)
     db, questions = tmp_path / "db", tmp_path / "q.jsonl"
     first = RefreshEngine(str(folder), _settings(db, questions, 0.0)).refresh()
     assert first.new == 3 and first.failed == 0
-    assert "skipped, no active table yet" in first.check["summary"]
+    assert first.check is not None and first.check.skipped
+    assert first.to_dict()["check"] == {"summary": first.check.summary}
+    assert "skipped, no active table yet" in first.check.summary
     before = _snapshot(db)
     assert len(before["chunks"]) >= 3 and len(before["ledger"]) == 3
 
@@ -156,6 +159,13 @@ def test_a_refresh_that_breaks_retrieval_is_undone(folder: Path, tmp_path: Path)
     failed = _runs(db)[-1]
     assert failed["status"] == "failed"
     check = json.loads(failed["report_json"])["check"]
+    # The record's JSON, key for key (corpusflow.evaluate.CheckResult reads it back as is).
+    assert list(check) == [
+        *("questions", "source", "mode", "k", "margin", "before", "after", "changed"),
+        *("comparison", "worse", "refused", "undone", "summary", "seconds", "versions"),
+    ]
+    result = CheckResult.from_dict(check)
+    assert result is not None and result.to_dict() == check
     assert check["undone"] and check["refused"] and check["margin"] == 0.0
     assert check["before"]["hit_rate_at_5"] == 1.0 and check["after"]["hit_rate_at_5"] < 1.0
     assert check["after"]["mrr_at_10"] < check["before"]["mrr_at_10"]
@@ -191,16 +201,18 @@ def test_without_a_margin_the_drop_is_reported_and_kept(folder: Path, tmp_path: 
     except RetrievalCheckFailed as exc:  # pragma: no cover - the assertion below explains
         pytest.fail(f"a check without a margin must never undo: {exc}")
     check = report.check
-    assert report.changed == 1 and not check["undone"] and not check["refused"]
-    assert check["worse"] and "report only" in check["summary"]
-    assert check["before"]["hit_rate_at_5"] == 1.0
-    assert check["after"]["hit_rate_at_5"] == pytest.approx(0.6667)
-    assert [c["path"] for c in check["changed"]] == ["hotels.md"]
+    assert check is not None
+    assert report.changed == 1 and not check.undone and not check.refused
+    assert check.worse and "report only" in check.summary
+    assert check.before["hit_rate_at_5"] == 1.0
+    assert check.after["hit_rate_at_5"] == pytest.approx(0.6667)
+    assert [c["path"] for c in check.changed] == ["hotels.md"]
     after = _snapshot(db)
     assert after["chunks"] != before["chunks"]  # the refresh went through
     assert _runs(db)[-1]["status"] == "completed"
     # A refresh with nothing to do runs no check.
-    assert RefreshEngine(str(folder), _settings(db, questions, None)).refresh().check == {}
+    nothing = RefreshEngine(str(folder), _settings(db, questions, None)).refresh()
+    assert nothing.check is None and nothing.to_dict()["check"] == {}
 
 
 class ReadingExecutor(InProcessExecutor):
@@ -267,6 +279,9 @@ def test_readers_never_see_an_unchecked_refresh(folder: Path, tmp_path: Path) ->
         RefreshEngine(str(folder), settings_batches).refresh(dying)
     pin = store.pointer.pinned()
     assert pin is not None and dying.seen and dying.seen[0][0] == version
+    # Stored as it always was: the five keys, sorted (``corpusflow status --json`` shows them).
+    assert list(pin.to_dict()) == ["chunks", "ledger", "ledger_table", "parents", "run_id"]
+    assert store.pointer.require().pinned_json == json.dumps(pin.to_dict())
     assert "500 EUR" in _read(settings)[1]
     plain = load_settings(None, {"storage": {"db": str(db)}, "run": {"progress": False}})
     report = RefreshEngine(str(folder), plain).refresh()

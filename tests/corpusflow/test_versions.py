@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from common.settings import Settings, load_settings
+from corpusflow.activation import ValidationFailedError
 from corpusflow.api import search, status
-from corpusflow.pipeline import ValidationFailedError
 from flows.maintenance import maintain_flow, retire, rollback
 from flows.refresh import refresh_flow
 from flows.reindex import reindex_flow

@@ -5,7 +5,7 @@
 
 It embeds ``chunk_texts(n)`` with ``embedding.embed_texts`` and the real
 ``EmbeddingCache`` of ``storage.Store(db, "default")``, exactly as
-``corpusflow.pipeline.write_batch`` does. The product code is not changed: this
+``corpusflow.writes.write_batch`` does. The product code is not changed: this
 script wraps the embedder's encode function and the checkpoint's save, and
 appends one JSON line per event to ``--log``, flushed and fsync'd before the
 run goes on, so a SIGKILL loses no event that happened:

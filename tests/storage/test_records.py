@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from storage import Store
-from storage.records import ChunkRow, DocStatus, LedgerRow, ParentRow, Pointer, RunRecord
+from storage.records import ChunkRow, DocStatus, LedgerRow, ParentRow, Pin, Pointer, RunRecord
 from storage.schema import (
     LEDGER_SCHEMA,
     PARENT_SCHEMA,
@@ -81,6 +81,21 @@ def test_each_role_owns_its_tables_and_the_pointer_swaps(tmp_path: Path) -> None
     assert back.model_fingerprint == "m1" and back.parent_table == "c__parents__m1"
     with pytest.raises(ValueError, match="refusing to drop the active table"):
         store.drop_model_tables("m1")
+
+
+def test_the_pin_is_stored_as_sorted_json_and_read_back_typed(tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "db"), "c")
+    store.pointer.set_active("m1", {"fingerprint": "m1"})
+    pin = Pin(chunks=3, ledger=5, ledger_table="c__documents__m1", parents=None, run_id="r1")
+    store.pointer.pin(pin)
+    stored = store.pointer.require().pinned_json
+    assert stored == (
+        '{"chunks": 3, "ledger": 5, "ledger_table": "c__documents__m1", '
+        '"parents": null, "run_id": "r1"}'
+    )
+    assert store.pointer.pinned() == pin and Pin.from_dict(pin.to_dict()) == pin
+    store.pointer.unpin()
+    assert store.pointer.pinned() is None
 
 
 def test_chunk_and_parent_rows_round_trip_through_lance(tmp_path: Path) -> None:

@@ -1,7 +1,9 @@
-"""The refresh as plain functions: plan, process one document, write a batch.
+"""What a refresh writes to storage: a batch's chunks (embedded) and then its ledger
+rows, failures, deletions; and the chunks it takes back from the active table instead
+of parsing and chunking again (``reuse_active_chunks``).
 
-Flows call these; so can tests and scripts, without an orchestrator. Each function uses
-the stage packages only through their public interfaces.
+The engine calls these one batch at a time, under the collection's write lease
+(corpusflow.engine; ``write_batch`` through the executor's ``WriteBatch``).
 """
 
 from __future__ import annotations
@@ -9,66 +11,24 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, replace
 from dataclasses import fields as dataclass_fields
 from typing import Any
 
 from chunking import ChunkSet
-from chunking.models import Chunk, Contextualizer, Parent
-from common.deadline import DeadlineExceeded, thread_deadline
-from common.errors import (
-    Category,
-    ConfigurationError,
-    CorpusflowError,
-    DocumentError,
-)
+from chunking.models import Chunk, Parent
+from common.errors import DocumentError
 from common.settings import Settings
 from corpusflow.fingerprints import Fingerprints
+from corpusflow.parse_chunk import Processed
 from corpusflow.plan import MISSING_PAGES, WorkItem
-from embedding import EmbedCounts, Embedder, ModelSpec, embed_texts
+from embedding import EmbedCounts, Embedder, embed_texts
 from embedding.runtime import load_seconds
 from parsers import ParsedDocument
 from parsers.models import ParseWarning
-from sources import Source, open_source
 from storage import Store
 from storage.records import ChunkRow, DocStatus, LedgerRow, ParentRow
 from storage.schema import embed_key
-
-
-class ValidationFailedError(CorpusflowError):
-    """A rebuilt table did not validate; the active pointer was left alone."""
-
-
-def choose_model(settings: Settings, store: Store) -> ModelSpec:
-    """The configured model; when none is configured, the active table's model (or the
-    default preset, embedding.presets.DEFAULT_MODEL)."""
-    from embedding import resolve_model
-
-    embed = settings.embed
-    if embed.model is None:
-        active = store.pointer.active()
-        if active is not None:
-            prior = json.loads(active.model_json)
-            embed = embed.model_copy(
-                update={
-                    "model": prior["name"],
-                    "max_length": embed.max_length or prior["max_length"],
-                }
-            )
-    return resolve_model(embed)
-
-
-def preflight(source: str, settings: Settings) -> ModelSpec:
-    """Fail fast, before any flow starts, on a missing source, an unloadable model or an
-    LLM context provider without an endpoint."""
-    open_source(source, settings.source).check()
-    if settings.chunk.contextual == "llm" and not settings.llm.base_url:
-        raise ConfigurationError(
-            "chunk.contextual='llm' needs llm.base_url (CORPUSFLOW_LLM__BASE_URL), an "
-            "OpenAI-compatible API root such as http://127.0.0.1:8080/v1"
-        )
-    return choose_model(settings, Store.from_settings(settings.storage))
-
 
 # Stored columns that are exactly the fields of Chunk / Parent.
 _CHUNK_FIELDS = [f.name for f in dataclass_fields(Chunk)]
@@ -158,150 +118,6 @@ def reuse_active_chunks(
                 yield Processed(item=item, parsed=parsed, chunks=chunk_set, from_cache=True)
 
     return rest, stream()
-
-
-@dataclass(slots=True)
-class Processed:
-    """A document parsed and chunked, ready to embed."""
-
-    item: WorkItem
-    parsed: ParsedDocument
-    chunks: ChunkSet
-    from_cache: bool
-    # Seconds this document took: parsing (0 from the parse cache) and chunking
-    # (LLM requests for contextual prefixes included): the runs' rates (corpusflow.estimate).
-    parse_s: float = 0.0
-    chunk_s: float = 0.0
-
-
-def parse_document(
-    item: WorkItem,
-    source: Source,
-    store: Store,
-    settings: Settings,
-    fps: Fingerprints,
-    parse: Callable[[str], ParsedDocument],
-) -> tuple[ParsedDocument, bool]:
-    """ParsedDocument from the parse cache, else from ``parse`` (cached when its batch is
-    written, see write_batch)."""
-    f = item.file
-    if f.size > settings.source.max_file_size_mb * 1024 * 1024:
-        raise DocumentError(
-            Category.TOO_LARGE,
-            f"{f.size / 2**20:.1f} MiB exceeds source.max_file_size_mb={settings.source.max_file_size_mb:g}",
-        )
-    if not item.sha256:
-        try:
-            item.sha256 = source.content_hash(f)
-        except FileNotFoundError as exc:
-            raise DocumentError(Category.SOURCE_CHANGED, "file vanished after listing") from exc
-    cached = fps.parsers.cached(
-        store.caches.get_parsed(item.sha256, fps.parsers.by_format.values())
-    )
-    if cached is not None:
-        return cached, True
-    metadata = source.metadata(f)
-    try:
-        with source.fetch(f) as local_path:
-            parsed = parse(local_path)
-        # The file may have changed while it was parsed: never index bytes we did not hash.
-        after = source.content_hash(f)
-    except FileNotFoundError as exc:
-        raise DocumentError(Category.SOURCE_CHANGED, "file vanished while it was parsed") from exc
-    if metadata:
-        parsed = replace(parsed, metadata={**parsed.metadata, **metadata})
-    if after != item.sha256:
-        raise DocumentError(
-            Category.SOURCE_CHANGED, "file changed while it was parsed; it is retried next run"
-        )
-    # Cached with the batch's commit (write_batch): one cache commit per batch, not per
-    # document, keeps the cache table's fragments, and so every lookup, cheap.
-    return parsed, False
-
-
-def retry_pages(
-    item: WorkItem,
-    source: Source,
-    store: Store,
-    settings: Settings,
-    fps: Fingerprints,
-    parse_pages: Callable[[str, ParsedDocument, dict[str, Any]], ParsedDocument],
-    parse: Callable[[str], ParsedDocument],
-) -> tuple[ParsedDocument, bool]:
-    """A page retry (``PlanReason.PAGES``): the cached parse of the document's bytes with
-    only its missing pages parsed again by ``parse_pages`` (``ParserPool.parse_pages``);
-    the result replaces the cached parse when its batch is written. Without a current
-    cached parse (evicted, or another parser fingerprint), the document is parsed whole
-    (``parse_document``); with no page missing in it, the cached parse is used as it is."""
-    cached = fps.parsers.cached(
-        store.caches.get_parsed(item.sha256, fps.parsers.by_format.values())
-    )
-    if cached is None:
-        return parse_document(item, source, store, settings, fps, parse)
-    if not cached.missing_pages:
-        return cached, True
-    f = item.file
-    metadata = source.metadata(f)
-    try:
-        with source.fetch(f) as local_path:
-            parsed = parse_pages(local_path, cached, metadata)
-        after = source.content_hash(f)
-    except FileNotFoundError as exc:
-        raise DocumentError(Category.SOURCE_CHANGED, "file vanished while it was parsed") from exc
-    if after != item.sha256:
-        # Pages of other bytes spliced into this parse would be a document nobody wrote.
-        raise DocumentError(
-            Category.SOURCE_CHANGED, "file changed while its pages were parsed again"
-        )
-    return parsed, False
-
-
-def make_contextualizer(settings: Settings, store: Store) -> Contextualizer | None:
-    """The run's context provider: None for the built-in deterministic one (or none)."""
-    if settings.chunk.contextual != "llm":
-        return None
-    from chunking.llm_context import LLMContextualizer
-
-    return LLMContextualizer(settings.llm, store.caches.contexts)
-
-
-def chunk_parsed(
-    item: WorkItem,
-    parsed: ParsedDocument,
-    tokenizer: Any,
-    settings: Settings,
-    fps: Fingerprints,
-    contextualizer: Contextualizer | None = None,
-) -> ChunkSet:
-    from chunking import chunk_document
-
-    limit = settings.chunk.timeout_s
-    try:
-        with thread_deadline(limit):
-            chunks = chunk_document(
-                parsed, item.file.doc_id, tokenizer, fps.max_tokens, settings.chunk, contextualizer
-            )
-    except DeadlineExceeded:
-        # Raised below, outside this handler, so that the DocumentError does not keep
-        # the chunker's frames (and the parsed document) alive as its __context__.
-        chunks = None
-    if chunks is None:
-        # Chunking the same text again takes as long: refused until the bytes or the
-        # limit change (the limit is part of failure_judge), not retried every night.
-        raise DocumentError(
-            Category.TOO_LARGE,
-            f"chunking did not finish within chunk.timeout_s={limit:g} s "
-            f"({len(parsed.markdown)} characters of text); raise it to index this document",
-        )
-    if not chunks.children:
-        if any(ch.isalnum() for ch in parsed.markdown):
-            # The chunker guarantees a chunk for any text: this is a bug, not an empty file.
-            raise DocumentError(
-                Category.INTERNAL,
-                f"the chunker returned no chunks for {len(parsed.markdown)} characters of text",
-            )
-        raise DocumentError(Category.EMPTY, "document has no words to index")
-    return chunks
 
 
 def ledger_row(
@@ -507,82 +323,3 @@ def record_deletions(deleted: Sequence[LedgerRow], store: Store, suffix: str) ->
             for r in deleted
         ],
     )
-
-
-@dataclass(slots=True)
-class RunReport:
-    run_id: str
-    collection: str
-    new: int = 0
-    changed: int = 0
-    retried: int = 0
-    rechunked: int = 0
-    page_retries: int = 0  # partial documents whose missing pages were parsed again
-    unchanged: int = 0
-    deleted: int = 0
-    forgotten: int = 0  # erased documents still in the source, skipped (``corpusflow forget``)
-    # Held by the retrieval check (corpusflow.holds): skipped, or held by this undone run.
-    held: int = 0
-    accepted: int = 0  # held documents indexed anyway (``corpusflow accept-held``)
-    failed: int = 0
-    partial: int = 0  # indexed with content missing (ledger error_category "partial")
-    reused: int = 0  # chunks taken from the active table (same bytes, same chunker)
-    parsed: int = 0  # documents actually parsed (not served by the parse cache)
-    parse_cache_hits: int = 0
-    chunks_written: int = 0
-    embedded: int = 0  # distinct texts sent to the embedding model
-    embed_cache_hits: int = 0  # distinct texts whose vectors came from the embedding cache
-    chunk_table: str = ""
-    chunk_table_version: int | None = None
-    activated: bool = False
-    gate: str = ""  # the quality gate's comparison, when one ran
-    model: str = ""
-    executor: str = ""  # the name of the executor that processed the documents
-    elapsed_s: float = 0.0
-    stage_s: dict[str, float] = field(default_factory=dict)
-    # What this run measured, per format and per model, for later plans
-    # (corpusflow.estimate.Rates.to_dict); read back from the runs table.
-    rates: dict[str, Any] = field(default_factory=dict)
-    # The plan's estimate made before the run started (corpusflow.estimate.Estimate.to_dict).
-    estimate: dict[str, Any] = field(default_factory=dict)
-    # The budget (run.max_*) that stopped the run early, "" when it finished, and what
-    # it left for the next run: documents still new/changed, and why.
-    stopped_by: str = ""
-    stop_reason: str = ""
-    left: int = 0
-    llm_tokens: int = 0  # LLM tokens spent on contextual prefixes (chunk.contextual='llm')
-    failures: list[dict[str, str]] = field(default_factory=list)
-    # The retrieval check (before/after figures, changed questions, whether it undid
-    # the run); empty when no question set is configured.
-    check: dict[str, Any] = field(default_factory=dict)
-    held_documents: list[dict[str, Any]] = field(default_factory=list)  # Hold.row of each
-    # The approval this run asked for (corpusflow.approval): reasons, answer, by, note;
-    # empty when it asked nothing.
-    approval: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-class StageTimer:
-    """Accumulates wall time per stage name."""
-
-    def __init__(self) -> None:
-        self.totals: dict[str, float] = {}
-
-    def add(self, stage: str, seconds: float) -> None:
-        self.totals[stage] = self.totals.get(stage, 0.0) + seconds
-
-    def time(self, stage: str) -> _Timed:
-        return _Timed(self, stage)
-
-
-class _Timed:
-    def __init__(self, timer: StageTimer, stage: str) -> None:
-        self.timer, self.stage = timer, stage
-
-    def __enter__(self) -> None:
-        self.start = time.perf_counter()
-
-    def __exit__(self, *exc: object) -> None:
-        self.timer.add(self.stage, time.perf_counter() - self.start)
