@@ -17,7 +17,6 @@ from typing import Any
 from chunking.models import Contextualizer
 from common.settings import Settings
 from corpusflow.fingerprints import Fingerprints
-from corpusflow.passwords import check_password_rules, password_for
 from corpusflow.parse_chunk import (
     Processed,
     chunk_parsed,
@@ -25,6 +24,7 @@ from corpusflow.parse_chunk import (
     parse_document,
     retry_pages,
 )
+from corpusflow.passwords import check_password_rules, password_for
 from corpusflow.plan import WorkItem
 from embedding import ModelSpec
 from sources import Source
