@@ -693,9 +693,15 @@ class WorkEta:
 
     The plan's estimate says how many seconds of work are left; the run's measured pace
     (estimated seconds done per second elapsed) corrects it. The two are blended by
-    ``w = 1 - 1/sqrt(1 + documents done)``, the sample-size rule of the estimate's ranges:
-    before the first document the ETA is the plan's, after 3 documents half measured,
-    after 99 nine tenths."""
+    ``w = 1 - 1/sqrt(1 + documents measured)``, the sample-size rule of the estimate's
+    ranges: before the first document the ETA is the plan's, after 3 documents half
+    measured, after 99 nine tenths.
+
+    The pace is measured from the first progress report with work done (the first commit)
+    on: what comes before it is not the pace of the rest of the run, but the start-up (the
+    embedding model's load, the parser child's imports) and the first batch filling up
+    while nothing is committed (progress moves by commits of storage.write_batch_docs
+    documents). Until a second report the pace is the run's from its start."""
 
     run_id: str
     documents: int
@@ -703,6 +709,8 @@ class WorkEta:
     started: float  # time.monotonic() at the loop's start
     done: int = 0
     done_s: float = 0.0
+    # The first report with work done: (time, documents done, estimated seconds done).
+    first: tuple[float, int, float] | None = None
 
     def advance(self, seconds: float, documents: int) -> None:
         self.done_s += seconds
@@ -711,8 +719,15 @@ class WorkEta:
     def snapshot(self, now: float, final: bool = False) -> WorkProgress:
         elapsed = max(0.0, now - self.started)
         left = max(0.0, self.total_s - self.done_s)
-        w = 1.0 - 1.0 / math.sqrt(1.0 + self.done) if self.done_s > 0 and elapsed > 0 else 0.0
-        measured = left * elapsed / self.done_s if w else left
+        if self.first is None and self.done_s > 0:
+            self.first = (now, self.done, self.done_s)
+        since, docs, work = now - self.started, self.done, self.done_s
+        if self.first is not None and self.done_s > self.first[2] and now > self.first[0]:
+            since = now - self.first[0]
+            docs = self.done - self.first[1]
+            work = self.done_s - self.first[2]
+        w = 1.0 - 1.0 / math.sqrt(1.0 + docs) if work > 0 and since > 0 else 0.0
+        measured = left * since / work if w else left
         eta = 0.0 if final else (1.0 - w) * left + w * measured
         return WorkProgress(
             self.run_id,

@@ -279,3 +279,28 @@ def test_progress_is_weighted_by_work_not_by_document_count() -> None:
     big, note, odd = work_weights(work, settings, Rates(), "m", "use-m3", 256)
     assert big > 10 * note > 0
     assert odd > 0
+
+
+def test_the_eta_is_paced_from_the_first_commit_not_the_start_up() -> None:
+    """A run that spends 60 s starting (model load, parser imports) and then does its work
+    exactly as planned, committed in batches of 32 one-second documents: from the second
+    commit on, the ETA is the real time left, not inflated by the start-up."""
+    from corpusflow.estimate import WorkEta
+
+    eta = WorkEta("r", documents=1000, total_s=1000.0, started=0.0)
+    assert eta.snapshot(0.0).eta_s == 1000.0  # the plan's alone
+    now = 60.0
+    snapshots = []
+    for _ in range(1000 // 32):
+        now += 32.0
+        eta.advance(32.0, 32)
+        snapshots.append((now, eta.snapshot(now)))
+    first_now, first = snapshots[0]
+    # One commit measured nothing yet but the whole start: the run's pace so far.
+    paced = 968.0 * first_now / 32.0
+    w = 1 - 1 / 33**0.5
+    assert first.eta_s == pytest.approx((1 - w) * 968.0 + w * paced)
+    for now, p in snapshots[1:]:
+        left = 1000.0 - p.done_s
+        assert p.eta_s == pytest.approx(left, rel=1e-9), (now, p)
+    assert snapshots[3][1].percent == pytest.approx(12.8)  # past 10% of the work

@@ -293,3 +293,32 @@ def test_no_answer_by_the_timeout_changes_nothing(tmp_path: Path) -> None:
     assert state.is_failed() and "never resumed" in (state.message or ""), state
     assert "Would delete 2 document(s)" in seen["approval"]
     assert _versions(settings) == before
+
+
+def test_a_budget_alone_pauses_and_approve_runs_past_it(tmp_path: Path) -> None:
+    """No deletion anywhere: only the plan's forecast that run.max_embedded would stop the
+    run pauses it; approve lifts the budget for this run, which then does all the work."""
+    src = tmp_path / "src"
+    src.mkdir()
+    for i in range(4):
+        (src / f"note_{i}.md").write_text(
+            f"# Note {i}\n\nTurbine T-{i:03d}: the yaw brake is checked every {i + 3} months.\n"
+        )
+    settings = _settings(tmp_path / "db", max_embedded=2)
+    state, seen = _flow(src, settings, "approve")
+    assert state.is_completed(), state
+    markdown = seen["approval"]
+    # The artifact names the budget, and nothing about deletions.
+    assert "- **run.max_embedded=2 would stop the run after about" in markdown
+    assert "`run.max_embedded` lifted for this run" in markdown
+    assert "refusing to delete" not in markdown and "Would delete" not in markdown
+    assert "plan: 4 new" in markdown  # the estimate's lines
+    assert seen["description"] == markdown  # the form's text
+    report = state.result()
+    assert (report["new"], report["failed"], report["stopped_by"]) == (4, 0, "")
+    assert report["embedded"] > 2  # past the budget: approve lifted it
+    assert report["approval"]["answer"] == "approve"
+    assert "run.max_embedded=2 would stop the run" in report["approval"]["reasons"][0]
+    assert len(report["approval"]["reasons"]) == 1  # the budget alone
+    assert {status for status, _ in _ledger(settings).values()} == {"indexed"}
+    assert len(_ledger(settings)) == 4
