@@ -55,14 +55,9 @@ def _pdf(path: Path, password: str, folder: Path | None) -> Path | None:
     except pdfium.PdfiumError as exc:
         if getattr(exc, "err_code", None) != pdfium.raw.FPDF_ERR_PASSWORD:
             return None  # broken: the usual checks say how
-    try:
-        pdf = pdfium.PdfDocument(path, password=password)
-    except pdfium.PdfiumError as exc:
-        if getattr(exc, "err_code", None) == pdfium.raw.FPDF_ERR_PASSWORD:
-            raise ParseError(
-                Category.ENCRYPTED, f"PDF is password-protected; {WRONG_PASSWORD}"
-            ) from None
-        raise ParseError(Category.CORRUPT, f"PDF cannot be opened: {exc}") from exc
+    from parsers.safety import open_pdf
+
+    pdf = open_pdf(path, password, locked=WRONG_PASSWORD)
     out = _target(path, folder)
     try:
         pdf.save(out, flags=pdfium.raw.FPDF_REMOVE_SECURITY)

@@ -23,7 +23,7 @@ import stat
 import struct
 import zipfile
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from common.settings import ParseSettings
 from common.zipguard import zip_problem
@@ -438,18 +438,23 @@ def _check_xml_parts(zf: zipfile.ZipFile, infos: list[zipfile.ZipInfo]) -> None:
             )
 
 
-def check_pdf(path: Path, settings: ParseSettings) -> int:
-    """Open the PDF once: detect encryption and corruption, enforce the page limit."""
+def open_pdf(path: Path, password: str | None = None, locked: str = PASSWORD_HELP) -> Any:
+    """The PDF opened with pdfium (with ``password``, if given); ``encrypted`` with
+    ``locked`` as the advice when the password is missing or wrong, ``corrupt`` when pdfium
+    cannot open it."""
     import pypdfium2 as pdfium
 
     try:
-        pdf = pdfium.PdfDocument(path)
+        return pdfium.PdfDocument(path, password=password)
     except pdfium.PdfiumError as exc:
         if getattr(exc, "err_code", None) == pdfium.raw.FPDF_ERR_PASSWORD:
-            raise ParseError(
-                Category.ENCRYPTED, f"PDF is password-protected; {PASSWORD_HELP}"
-            ) from exc
+            raise ParseError(Category.ENCRYPTED, f"PDF is password-protected; {locked}") from None
         raise ParseError(Category.CORRUPT, f"PDF cannot be opened: {exc}") from exc
+
+
+def check_pdf(path: Path, settings: ParseSettings) -> int:
+    """Open the PDF once: detect encryption and corruption, enforce the page limit."""
+    pdf = open_pdf(path)
     try:
         pages = len(pdf)
     finally:
