@@ -20,8 +20,8 @@ from pathlib import Path
 
 from common.errors import Category
 from parsers.errors import ParseError
+from parsers.safety import OLE_MAGIC, open_pdf
 
-_OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 WRONG_PASSWORD = (
     "the password configured for this path (parse.passwords) does not open it: check "
     "the environment variable the rule names"
@@ -35,7 +35,7 @@ def decrypted_copy(path: Path, password: str, folder: Path | None = None) -> Pat
         head = f.read(1024)
     if b"%PDF-" in head:
         return _pdf(path, password, folder)
-    if head.startswith(_OLE_MAGIC):
+    if head.startswith(OLE_MAGIC):
         return _office(path, password, folder)
     return None
 
@@ -55,8 +55,6 @@ def _pdf(path: Path, password: str, folder: Path | None) -> Path | None:
     except pdfium.PdfiumError as exc:
         if getattr(exc, "err_code", None) != pdfium.raw.FPDF_ERR_PASSWORD:
             return None  # broken: the usual checks say how
-    from parsers.safety import open_pdf
-
     pdf = open_pdf(path, password, locked=WRONG_PASSWORD)
     out = _target(path, folder)
     try:

@@ -76,6 +76,8 @@ _OLE_STREAMS = (
 )
 _HEIC_BRANDS = (b"heic", b"heix", b"hevc", b"hevx", b"heim", b"heis", b"mif1", b"msf1")
 FORMATS_HELP = "run `corpusflow formats` for the list of supported kinds"
+# An OLE2 compound file (Office 97-2003 files, OLE objects, encrypted OOXML).
+OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 ENCRYPTED_HELP = "corpusflow cannot read it: exclude it (source.exclude) or index a decrypted copy"
 # For what parsers.decrypt opens (PDF; OOXML, Word and Excel 97-2003 files).
 PASSWORD_HELP = (
@@ -319,7 +321,7 @@ def sniff_format(path: Path, head: bytes) -> str:
         return image
     if head.startswith(b"{\\rtf"):
         return "rtf"
-    if head.startswith(b"\xd0\xcf\x11\xe0"):
+    if head.startswith(OLE_MAGIC[:4]):
         return _ole_format(path, named, ext)
     if _is_biff(head):
         return "xls"  # Excel 2-4: LibreOffice reads BIFF2-5

@@ -622,10 +622,11 @@ def embedded_object(part_name: str, blob: bytes) -> tuple[str, Any] | None:
     from pathlib import PurePosixPath
 
     from parsers.docling_backend import convert_bytes, convert_markdown
+    from parsers.safety import OLE_MAGIC
 
     suffix = PurePosixPath(part_name).suffix.lower()
     kind: tuple[str, str] | None = _EMBEDDED_PACKAGES.get(suffix)
-    if kind is None and blob[:8] == b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1":
+    if kind is None and blob.startswith(OLE_MAGIC):
         import olefile
 
         with olefile.OleFileIO(io.BytesIO(blob)) as ole:
