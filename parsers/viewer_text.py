@@ -554,15 +554,21 @@ class ViewerXlsxBackend(FormattedXlsxBackend):
 
         group: Any = self.parent  # the sheet's group, made by docling for this sheet
         layer = group.content_layer
-        read = {_clean(getattr(item, "text", "") or "") for item in doc.texts}
-        read |= {
-            _clean(getattr(item, "caption_text", lambda _d: "")(doc) or "") for item in doc.pictures
-        }
+        drawn = self._drawings.get(sheet.title, [])
+        read: set[str] = set()
+        if any(kind == "chart" for kind, _text in drawn):
+            # What docling already read (captions included): only a sheet with a chart
+            # needs it, and it walks the whole document.
+            read = {_clean(getattr(item, "text", "") or "") for item in doc.texts}
+            read |= {
+                _clean(getattr(item, "caption_text", lambda _d: "")(doc) or "")
+                for item in doc.pictures
+            }
 
         def add(text: str) -> None:
             doc.add_text(label=DocItemLabel.TEXT, parent=group, text=text, content_layer=layer)
 
-        for kind, text in self._drawings.get(sheet.title, []):
+        for kind, text in drawn:
             if kind == "chart" and text in read:
                 continue  # docling read the chart and its title
             add(text)
