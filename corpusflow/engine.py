@@ -665,12 +665,18 @@ class RefreshEngine:
         if not isinstance(result, BaseException):
             if self.rates is not None:
                 tokens = sum(c.n_tokens for p in batch for c in p.chunks.children)
+                by_reason: dict[str, int] = {}
+                for p in batch:
+                    by_reason[p.item.reason] = by_reason.get(p.item.reason, 0) + len(
+                        p.chunks.children
+                    )
                 self.rates.batch(
                     result.chunks,
                     tokens,
                     result.embedded,
                     result.embed_s,
                     max(0.0, time.perf_counter() - start - result.embed_s - result.load_s),
+                    by_reason,
                 )
             self.committed.extend((p.item.file, p.item.sha256) for p in batch)
             self._advance_work([p.item for p in batch])

@@ -15,9 +15,15 @@ themselves record:
 Each figure has a range, a factor ``1 + u`` either way: u = 2 (3x) on a prior,
 u = max(15%, 1/sqrt(documents measured)) on a measured rate (the sample's size only:
 documents much larger or smaller than those measured skew a per-MiB rate; on priors a
-per-document floor keeps small files from being priced by their bytes alone). The estimate is an upper bound in one way: every planned
-document is counted as parsed and every chunk as embedded, although the parse and
-embedding caches may hold some.
+per-document floor keeps small files from being priced by their bytes alone).
+
+Caches: the chunks a run takes from the embedding cache cost no encoding. Every run
+records, per plan reason (new, changed, retried, re-chunked, page retry), its chunks and
+the texts it had to embed for them (``RunRates.batch``); a plan expects the pooled share
+of each reason (``Rates.embed_share``) once ``SHARE_MIN_CHUNKS`` were measured, and on no
+measurement every chunk embedded (an upper bound), but for a page retry the share of its
+pages that is missing. A page retry's parse is priced by that share too. Parse-cache hits
+are not expected: every planned document is counted as parsed.
 
 Budgets (``run.max_wall``, ``run.max_embedded``, ``run.max_llm_tokens``,
 ``run.max_cost``) are checked by the engine through ``Budget`` before each batch is
@@ -30,6 +36,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -93,6 +100,13 @@ PRIOR_WRITE_S = 0.002
 # ~1.6/s; use-m3 measured ~21/s by bench/estimate_accuracy.py, ~4x MiniLM).
 PRIOR_EMBED_PER_S = {"bge-m3": 1.6, "minilm": 6.0, "use-m3": 25.0}
 DEFAULT_EMBED_PER_S = 10.0
+# On a GPU (embed.device 'cuda', or 'auto' where the NVIDIA driver shows a GPU): BGE-M3
+# embedded 284 chunks/s of 512 tokens (batch 32) on one H200 (docs/benchmarks.md, "On a
+# GPU"); rounded down for smaller cards. Models that run on the CPU only keep their prior.
+PRIOR_EMBED_PER_S_GPU = {"bge-m3": 150.0}
+# A reason's measured share of chunks to embed is used once this many of its chunks were
+# measured; before, every chunk is counted as embedded.
+SHARE_MIN_CHUNKS = 20
 PRIOR_TOKENS_PER_CHUNK_SHARE = 0.6  # of chunk.max_tokens
 PRIOR_LLM_S = 3.0  # seconds per context request (a small local model)
 PRIOR_OVERHEAD_S = 10.0  # a run with work: parser imports, model load, activation
@@ -122,6 +136,8 @@ class RunRates:
         self.embed = {"texts": 0.0, "chunks": 0.0, "tokens": 0.0, "embed_s": 0.0}
         self.write = {"chunks": 0.0, "write_s": 0.0}
         self.llm = {"requests": 0.0, "tokens": 0.0}
+        # Per plan reason: chunks committed and the texts embedded for them (not cached).
+        self.reuse: dict[str, dict[str, float]] = {}
         self.cpu_s = 0.0  # parse + chunk seconds of the documents committed or not
 
     def document(self, done: Processed) -> None:
@@ -140,13 +156,26 @@ class RunRates:
         self.cpu_s += done.parse_s + done.chunk_s
 
     def batch(
-        self, chunks: int, tokens: int, embedded: int, embed_s: float, write_s: float
+        self,
+        chunks: int,
+        tokens: int,
+        embedded: int,
+        embed_s: float,
+        write_s: float,
+        by_reason: dict[str, int] | None = None,
     ) -> None:
+        """One committed batch; ``by_reason``: its chunks per plan reason, among which the
+        texts embedded are shared out by their chunks (a batch is rarely mixed)."""
         _add(
             self.embed,
             {"texts": embedded, "chunks": chunks, "tokens": tokens, "embed_s": embed_s},
         )
         _add(self.write, {"chunks": chunks, "write_s": write_s})
+        total = sum((by_reason or {}).values())
+        for reason, n in (by_reason or {}).items():
+            if n:
+                row = {"chunks": n, "embedded": embedded * n / total}
+                _add(self.reuse.setdefault(reason, {}), row)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -154,6 +183,7 @@ class RunRates:
             "embed": {self.model: dict(self.embed)},
             "write": dict(self.write),
             "llm": dict(self.llm),
+            "reuse": {k: dict(v) for k, v in self.reuse.items()},
         }
 
 
@@ -165,6 +195,7 @@ class Rates:
     embed: dict[str, dict[str, float]] = field(default_factory=dict)
     write: dict[str, float] = field(default_factory=dict)
     llm: dict[str, float] = field(default_factory=dict)
+    reuse: dict[str, dict[str, float]] = field(default_factory=dict)
     overhead: list[float] = field(default_factory=list)
     runs: int = 0
 
@@ -186,6 +217,8 @@ class Rates:
                 _add(rates.embed.setdefault(model, {}), row)
             _add(rates.write, measured.get("write") or {})
             _add(rates.llm, measured.get("llm") or {})
+            for reason, row in (measured.get("reuse") or {}).items():
+                _add(rates.reuse.setdefault(reason, {}), row)
             if "overhead_s" in measured:
                 rates.overhead.append(float(measured["overhead_s"]))
         return rates
@@ -213,14 +246,13 @@ class Rates:
                 out["parse_s_per_page"] = row.get("parse_s", 0.0) / row["pages"]
         return out
 
-    def of_model(self, model: str, name: str, max_tokens: int) -> dict[str, Any]:
+    def of_model(self, model: str, name: str, max_tokens: int, gpu: bool = False) -> dict[str, Any]:
         """Embedding rate of a model fingerprint: chunks and tokens per second, tokens
-        per chunk; ``measured`` chunks (0: priors)."""
+        per chunk; ``measured`` chunks (0: priors, a GPU's with ``gpu``)."""
         row = self.embed.get(model, {})
         texts, seconds = row.get("texts", 0.0), row.get("embed_s", 0.0)
-        prior = next(
-            (v for k, v in PRIOR_EMBED_PER_S.items() if k in name.lower()), DEFAULT_EMBED_PER_S
-        )
+        priors = {**PRIOR_EMBED_PER_S, **(PRIOR_EMBED_PER_S_GPU if gpu else {})}
+        prior = next((v for k, v in priors.items() if k in name.lower()), DEFAULT_EMBED_PER_S)
         out: dict[str, Any] = {
             "chunks_per_s": prior,
             "tokens_per_chunk": PRIOR_TOKENS_PER_CHUNK_SHARE * max_tokens,
@@ -233,6 +265,15 @@ class Rates:
             out["measured"] = int(texts)
         out["tokens_per_s"] = out["chunks_per_s"] * out["tokens_per_chunk"]
         return out
+
+    def embed_share(self, reason: str) -> tuple[float, int]:
+        """(share of a reason's chunks that had to be embedded, chunks measured); (1.0, 0)
+        until ``SHARE_MIN_CHUNKS`` of them were measured."""
+        row = self.reuse.get(reason, {})
+        chunks = row.get("chunks", 0.0)
+        if chunks < SHARE_MIN_CHUNKS:
+            return 1.0, 0
+        return min(1.0, row.get("embedded", 0.0) / chunks), int(chunks)
 
     def write_s_per_chunk(self) -> tuple[float, int]:
         chunks = self.write.get("chunks", 0.0)
@@ -284,6 +325,20 @@ def _format_of_paths(paths: pa.Array) -> pa.Array:
     return pc.fill_null(formats, "unknown")
 
 
+def embed_shares(work: Sequence[WorkItem], rates: Rates) -> list[float]:
+    """Each work item's expected share of chunks to embed (the rest from the embedding
+    cache): its reason's measured share; unmeasured, all of them, but for a page retry
+    the share of its pages that is missing."""
+    by_reason: dict[str, tuple[float, int]] = {}
+    out = []
+    for w in work:
+        if w.reason not in by_reason:
+            by_reason[w.reason] = rates.embed_share(w.reason)
+        share, measured = by_reason[w.reason]
+        out.append(share if measured else min(share, w.page_share))
+    return out
+
+
 @dataclass(slots=True)
 class Estimate:
     """A plan's cost: counts, estimates with ranges, and the budget that would stop it."""
@@ -314,9 +369,11 @@ class Estimate:
             f = f"{{:,.{digits}f}}"
             return f"{f.format(x['estimate'])}{unit} ({f.format(x['low'])}-{f.format(x['high'])})"
 
+        cached = d["chunks"]["estimate"] - d["to_embed"]["estimate"]
         out.append(
-            f"estimate: {r(d['pages'])} pages, {r(d['chunks'])} chunks, "
-            f"{r(d['embed_tokens'])} embedding tokens"
+            f"estimate: {r(d['pages'])} pages, {r(d['chunks'])} chunks"
+            + (f" ({r(d['to_embed'])} to embed, the rest cached)" if cached >= 0.5 else "")
+            + f", {r(d['embed_tokens'])} embedding tokens"
         )
         if d.get("llm"):
             out.append(
@@ -357,12 +414,30 @@ def estimate_plan(
     Vectorised over the work items (Arrow): one pass builds the paths and sizes, then
     every figure is a group-by on format."""
     work = plan.work
-    sizes = pa.array([w.file.size or 0 for w in work], pa.int64())
+    sizes = pa.array([float(w.file.size or 0) for w in work], pa.float64())
     formats = _format_of_paths(pa.array([w.file.rel_path for w in work], pa.string()))
+    shares = pa.array(embed_shares(work, rates), pa.float64())
+    page_shares = pa.array([w.page_share for w in work], pa.float64())
     grouped = (
-        pa.table({"format": formats, "size": sizes})
+        pa.table(
+            {
+                "format": formats,
+                "size": sizes,
+                "parse_size": pc.multiply(sizes, page_shares),
+                "share": shares,
+                "embed_size": pc.multiply(sizes, shares),
+            }
+        )
         .group_by("format")
-        .aggregate([("size", "sum"), ("size", "count")])
+        .aggregate(
+            [
+                ("size", "sum"),
+                ("size", "count"),
+                ("parse_size", "sum"),
+                ("share", "sum"),
+                ("embed_size", "sum"),
+            ]
+        )
     )
     priors: set[str] = set()
     by_format: dict[str, Any] = {}
@@ -370,15 +445,21 @@ def estimate_plan(
     chunks: list[tuple[float, float]] = []
     parse: list[tuple[float, float]] = []
     chunk_cpu: list[tuple[float, float]] = []
+    to_embed: list[tuple[float, float]] = []
     measured_docs = 0
-    for fmt, total, count in zip(
+    for fmt, total, count, parse_total, share_sum, embed_total in zip(
         grouped["format"].to_pylist(),
         grouped["size_sum"].to_pylist(),
         grouped["size_count"].to_pylist(),
+        grouped["parse_size_sum"].to_pylist(),
+        grouped["share_sum"].to_pylist(),
+        grouped["embed_size_sum"].to_pylist(),
         strict=True,
     ):
         rate = rates.of_format(fmt)
         mib = (total or 0) / MB
+        # The share of the group's chunks to embed: its documents' shares, by size.
+        share = (embed_total / total) if total else (share_sum / count if count else 1.0)
         rel, prel = _uncertainty(rate["measured"]), _uncertainty(rate["parse_measured"])
         if not rate["measured"]:
             priors.add(f"{fmt} pages/chunks per MiB")
@@ -386,7 +467,7 @@ def estimate_plan(
             priors.add(f"{fmt} parse s/MiB")
         measured_docs += rate["measured"]
         n_chunks = mib * rate["chunks_per_mb"]
-        parse_s = mib * rate["parse_s_per_mb"]
+        parse_s = (parse_total or 0) / MB * rate["parse_s_per_mb"]
         # Small files cost per document, not per byte: on priors, a floor per document
         # (measured rates carry it in their per-MiB figure).
         n_chunks = max(n_chunks, count * (1.0 if rate["measured"] else PRIOR_CHUNKS_PER_DOC))
@@ -397,6 +478,7 @@ def estimate_plan(
             "mb": round(mib, 3),
             "pages": round(mib * rate["pages_per_mb"], 1),
             "chunks": round(n_chunks, 1),
+            "to_embed": round(n_chunks * share, 1),
             "parse_s": round(parse_s, 2),
             "rates": {
                 k: round(v, 4)
@@ -407,16 +489,18 @@ def estimate_plan(
         }
         pages.append((mib * rate["pages_per_mb"], rel))
         chunks.append((n_chunks, rel))
+        to_embed.append((n_chunks * share, rel))
         parse.append((parse_s, prel))
         chunk_cpu.append((n_chunks * rate["chunk_s_per_chunk"], rel))
     total_chunks = sum(v for v, _ in chunks)
     chunk_rel = (sum(v * r for v, r in chunks) / total_chunks) if total_chunks else PRIOR_U
-    emb = rates.of_model(model, model_name, max_tokens)
+    total_embed = sum(v for v, _ in to_embed)
+    emb = rates.of_model(model, model_name, max_tokens, embeds_on_gpu(settings))
     if not emb["measured"]:
         priors.add(f"embedding chunks/s of {model_name}")
     erel = max(chunk_rel, _uncertainty(emb["measured"]))
-    tokens = total_chunks * emb["tokens_per_chunk"]
-    embed_s = total_chunks / emb["chunks_per_s"] if emb["chunks_per_s"] else 0.0
+    tokens = total_embed * emb["tokens_per_chunk"]
+    embed_s = total_embed / emb["chunks_per_s"] if emb["chunks_per_s"] else 0.0
     write_rate, write_measured = rates.write_s_per_chunk()
     if not write_measured:
         priors.add("write s/chunk")
@@ -473,6 +557,8 @@ def estimate_plan(
         "by_format": by_format,
         "pages": _sum_ranges(pages),
         "chunks": _range(total_chunks, chunk_rel),
+        # Of the chunks, those expected to be embedded (the others from the cache).
+        "to_embed": _range(total_embed, chunk_rel),
         "embed_tokens": _range(tokens, erel),
         "embedding": {
             "model": model_name,
@@ -510,7 +596,9 @@ def work_weights(
         return []
     mib = pc.divide(pa.array([w.file.size or 0 for w in work], pa.float64()), float(MB))
     formats = _format_of_paths(pa.array([w.file.rel_path for w in work], pa.string()))
-    emb = rates.of_model(model, model_name, max_tokens)
+    shares = pa.array(embed_shares(work, rates), pa.float64())
+    page_shares = pa.array([w.page_share for w in work], pa.float64())
+    emb = rates.of_model(model, model_name, max_tokens, embeds_on_gpu(settings))
     write, _ = rates.write_s_per_chunk()
     workers = max(1, settings.parse.workers)
     known = sorted(set(formats.to_pylist()))
@@ -521,27 +609,37 @@ def work_weights(
 
     floor = column([0.0 if r["parse_measured"] else r["parse_s_per_doc"] for r in per_format])
     parse = pc.max_element_wise(
-        pc.multiply(mib, column([r["parse_s_per_mb"] for r in per_format])), floor
+        pc.multiply(
+            pc.multiply(mib, page_shares), column([r["parse_s_per_mb"] for r in per_format])
+        ),
+        floor,
     )
     chunks = pc.max_element_wise(
         pc.multiply(mib, column([r["chunks_per_mb"] for r in per_format])), 1.0
     )
-    per_chunk = column(
-        [r["chunk_s_per_chunk"] + 1 / emb["chunks_per_s"] + write for r in per_format]
+    per_chunk = pc.add(
+        column([r["chunk_s_per_chunk"] + write for r in per_format]),
+        pc.divide(shares, emb["chunks_per_s"]),
     )
     seconds = pc.add(pc.divide(parse, float(workers)), pc.multiply(chunks, per_chunk))
     return [float(x) for x in seconds.to_pylist()]
 
 
-def _embeds_on_gpu(settings: Settings) -> bool:
-    return settings.embed.device == "cuda"
+def embeds_on_gpu(settings: Settings) -> bool:
+    """Whether embedding runs on a GPU: embed.device 'cuda', or 'auto' on a host whose
+    NVIDIA driver lists a GPU (read from /proc, without importing torch)."""
+    device = settings.embed.device
+    if device != "auto":
+        return device == "cuda"
+    gpus = Path("/proc/driver/nvidia/gpus")
+    return gpus.is_dir() and any(gpus.iterdir())
 
 
 def price(settings: Settings, cpu_s: float, embed_s: float, llm_tokens: float) -> float:
     """Money for CPU seconds (parse, chunk, write), embedding seconds (GPU-priced with
     embed.device='cuda') and LLM tokens, at the cost.* prices."""
     cost = settings.cost
-    embed_price = cost.gpu_hour if _embeds_on_gpu(settings) else cost.cpu_hour
+    embed_price = cost.gpu_hour if embeds_on_gpu(settings) else cost.cpu_hour
     return (
         cpu_s / 3600 * cost.cpu_hour
         + embed_s / 3600 * embed_price
@@ -572,7 +670,8 @@ def _forecast(settings: Settings, data: dict[str, Any], llm_tokens: float) -> di
     run = settings.run
     spend: list[tuple[str, float, float, str]] = []
     if run.max_embedded:
-        spend.append(("max_embedded", run.max_embedded, data["chunks"]["estimate"], "chunks"))
+        need = data["to_embed"]["estimate"]
+        spend.append(("max_embedded", run.max_embedded, need, "chunks embedded"))
     if run.max_wall:
         spend.append(("max_wall", run.max_wall, data["wall_s"]["estimate"], "s"))
     if run.max_llm_tokens and data.get("llm"):
@@ -619,7 +718,8 @@ class Budget:
         return bool(run.max_wall or run.max_embedded or run.max_llm_tokens or run.max_cost)
 
     def _batch_seconds(self, chunks: int) -> float:
-        emb = self.rates.of_model(self.model, self.model_name, self.max_tokens)
+        gpu = embeds_on_gpu(self.settings)
+        emb = self.rates.of_model(self.model, self.model_name, self.max_tokens, gpu)
         write, _ = self.rates.write_s_per_chunk()
         return chunks / emb["chunks_per_s"] + chunks * write
 

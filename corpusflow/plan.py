@@ -81,6 +81,9 @@ class WorkItem:
     sha256: str
     reason: PlanReason
     attempts: int = 0
+    # The share of the document's pages to parse: a page retry (PlanReason.PAGES) parses
+    # only its missing pages; 1.0 otherwise. Only the estimate reads it.
+    page_share: float = 1.0
 
 
 @dataclass(slots=True)
@@ -198,17 +201,32 @@ def plan_changes(
 
 def _keep_missing_pages(plan: Plan, store: Store, suffix: str) -> None:
     """Drop the page retries of partial documents with no page missing (a page read by a
-    fallback is degraded, not missing): their ledger message says which pages are."""
+    fallback is degraded, not missing): their ledger message says which pages are. The
+    others get the share of their pages that is missing (``WorkItem.page_share``)."""
     retries = [w.file.doc_id for w in plan.work if w.reason == PlanReason.PAGES]
     if not retries:
         return
     rows = store.ledger.rows(suffix, retries)
-    plan.work = [
-        w
-        for w in plan.work
-        if w.reason != PlanReason.PAGES
-        or MISSING_PAGES in (getattr(rows.get(w.file.doc_id), "error_message", "") or "")
-    ]
+    kept = []
+    for w in plan.work:
+        if w.reason == PlanReason.PAGES:
+            row = rows.get(w.file.doc_id)
+            missing = missing_page_count(getattr(row, "error_message", "") or "")
+            if not missing:
+                continue
+            pages = getattr(row, "page_count", None) or 0
+            w.page_share = min(1.0, missing / pages) if pages else 1.0
+        kept.append(w)
+    plan.work = kept
+
+
+def missing_page_count(message: str) -> int:
+    """How many pages a partial document's ledger message lists as not read (0: none);
+    a list cut short by the message's length limit counts what is left of it."""
+    if MISSING_PAGES not in message:
+        return 0
+    listed = message.split(MISSING_PAGES, 1)[1].split(";", 1)[0]
+    return sum(1 for p in listed.split(",") if p.strip().isdigit())
 
 
 class _Holds:

@@ -28,6 +28,7 @@ TOP_KEYS = {
     "by_format",
     "pages",
     "chunks",
+    "to_embed",
     "embed_tokens",
     "embedding",
     "llm",
@@ -304,3 +305,74 @@ def test_the_eta_is_paced_from_the_first_commit_not_the_start_up() -> None:
         left = 1000.0 - p.done_s
         assert p.eta_s == pytest.approx(left, rel=1e-9), (now, p)
     assert snapshots[3][1].percent == pytest.approx(12.8)  # past 10% of the work
+
+
+def test_the_plan_expects_the_embedding_cache_hits_the_runs_measured(tmp_path: Path) -> None:
+    """New documents whose text the index already embedded (copies under other names) cost
+    no encoding: a run records, per plan reason, the share of chunks it had to embed, and
+    the next plan expects that share instead of embedding every chunk."""
+    src = _notes(tmp_path / "src" / "a", 12)
+    settings = _settings(tmp_path / "db")
+    report = RefreshEngine(str(tmp_path / "src"), settings).refresh(InProcessExecutor())
+    first = report.rates["reuse"]["new"]
+    assert first["chunks"] >= 20 and first["embedded"] == pytest.approx(first["chunks"], rel=0.2)
+    # Copies of the same notes under new names: every chunk's text is in the cache.
+    _notes(tmp_path / "src" / "b", 12)
+    before = preview(str(tmp_path / "src"), settings).to_dict()
+    assert before["documents"]["new"] == 12
+    # One run measured new documents at (nearly) all embedded: that is what it expects.
+    assert before["to_embed"]["estimate"] == pytest.approx(before["chunks"]["estimate"], rel=0.2)
+    report = RefreshEngine(str(tmp_path / "src"), settings).refresh(InProcessExecutor())
+    assert report.embedded == 0 and report.embed_cache_hits > 0
+    assert report.rates["reuse"]["new"]["embedded"] == 0
+    # A third copy: the pooled share of the two runs, about half, and seconds with it.
+    _notes(tmp_path / "src" / "c", 12)
+    after = preview(str(tmp_path / "src"), settings).to_dict()
+    assert 0.3 < after["to_embed"]["estimate"] / after["chunks"]["estimate"] < 0.7
+    assert after["cpu_s"]["embed"]["estimate"] < 0.7 * before["cpu_s"]["embed"]["estimate"]
+    assert "to embed, the rest cached" in "\n".join(
+        preview(str(tmp_path / "src"), settings).lines()
+    )
+    assert src.exists()
+
+
+def test_a_page_retry_is_priced_by_its_missing_pages() -> None:
+    """A page retry parses only the pages a partial document is missing: its parse
+    seconds and the chunks it embeds are that share of the whole document's."""
+    from corpusflow.estimate import Rates, estimate_plan, work_weights
+    from corpusflow.plan import Plan, WorkItem, missing_page_count
+    from sources import SourceFile
+    from storage.records import PlanReason
+
+    assert missing_page_count("pages not read: 3, 17; a warning") == 2
+    assert missing_page_count("pages not read: 4") == 1
+    assert missing_page_count("the parser returned a partial result") == 0
+    settings = load_settings(None, {})
+
+    def plan(reason: PlanReason, share: float) -> Plan:
+        f = SourceFile("manual.pdf", 20 * 2**20, 1.7e9, "manual.pdf")
+        return Plan(work=[WorkItem(f, "ab", reason, page_share=share)])
+
+    whole = estimate_plan(plan(PlanReason.CHANGED, 1.0), settings, Rates(), "m", "use-m3", 256)
+    pages = estimate_plan(plan(PlanReason.PAGES, 0.05), settings, Rates(), "m", "use-m3", 256)
+    w, p = whole.to_dict(), pages.to_dict()
+    assert p["cpu_s"]["parse"]["estimate"] == pytest.approx(
+        0.05 * w["cpu_s"]["parse"]["estimate"], rel=0.01
+    )
+    assert p["to_embed"]["estimate"] == pytest.approx(0.05 * w["to_embed"]["estimate"], rel=0.01)
+    assert p["chunks"]["estimate"] == w["chunks"]["estimate"]  # re-chunked whole
+    (ww,) = work_weights(plan(PlanReason.CHANGED, 1.0).work, settings, Rates(), "m", "use-m3", 256)
+    (pw,) = work_weights(plan(PlanReason.PAGES, 0.05).work, settings, Rates(), "m", "use-m3", 256)
+    assert pw < 0.2 * ww
+
+
+def test_a_gpu_prices_embedding_by_its_own_prior() -> None:
+    """BGE-M3 on a GPU embeds ~100x faster than on this CPU: with embed.device='cuda' the
+    plan's embedding seconds come from the GPU prior, not the CPU's."""
+    from corpusflow.estimate import Rates
+
+    cpu = Rates().of_model("m", "BAAI/bge-m3", 512)
+    gpu = Rates().of_model("m", "BAAI/bge-m3", 512, gpu=True)
+    assert gpu["chunks_per_s"] > 50 * cpu["chunks_per_s"]
+    # A model with no GPU prior keeps its own.
+    assert Rates().of_model("m", "use-m3", 256, gpu=True)["chunks_per_s"] == 25.0
