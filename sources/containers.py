@@ -1,14 +1,15 @@
-"""Which container (``sources.members.Container``) expands a file: one registry every
-source asks."""
+"""Which container (``sources.members.Container``) expands a file: ZIP archives and
+e-mail messages, in one registry every source asks."""
 
 from __future__ import annotations
 
 from common.errors import Category, DocumentError
 from common.settings import SourceSettings
 from sources.archive import ZipContainer
+from sources.mail import MailContainer
 from sources.members import Container
 
-CONTAINERS: tuple[Container, ...] = (ZipContainer(),)
+CONTAINERS: tuple[Container, ...] = (ZipContainer(), MailContainer())
 
 
 def container_for(name: str, settings: SourceSettings) -> Container | None:
