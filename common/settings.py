@@ -110,6 +110,15 @@ class SourceSettings(_Section):
             "folders down to this depth; a deeper one fails too_large."
         ),
     )
+    listing_cache: str = Field(
+        "",
+        description=(
+            "SQLite file remembering each e-mail message's listing by its path, size, mtime "
+            "and ctime, so a nightly refresh does not read unchanged messages again to list "
+            "their attachments (used where hash_shortcut is on); empty: "
+            "$XDG_CACHE_HOME/corpusflow/listings.sqlite (~/.cache/...); off: read every time."
+        ),
+    )
     storage_options: dict[str, str] = Field(
         default_factory=dict,
         description=(

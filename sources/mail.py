@@ -14,12 +14,15 @@ The body document holds the message's headers and its body part only (the part
 an attachment: nothing is indexed twice, and removing an attachment leaves the body's
 bytes, so its document, unchanged. Attachments are the other leaf parts: a part with a
 file name, or explicitly ``attachment``, or a document type (a PDF, an office file) even
-without a name; skipped are the other renderings of the body (``text/*`` without a
+without a name (an S/MIME-encrypted body fails ``encrypted``, a ZIP attached fails
+``unsupported`` saying to save it beside the message: containers of one kind nest only
+in their own kind); skipped are the other renderings of the body (``text/*`` without a
 name), pictures the HTML body shows (inline images with a Content-ID), unnamed inline
 images, audio and video, and signatures (``application/pkcs7-signature``, PGP).
 
 Names: RFC 2047 and RFC 2231 encoded names are decoded (any charset, e.g. GBK); raw
-8-bit names are decoded as UTF-8 or the legacy encoding they read best in; a name is
+8-bit names are decoded as UTF-8, a charset the message declares, or the legacy
+encoding they read best in; a name is
 made one safe path segment (separators and control characters replaced, leading dots
 dropped, shortened past 200 bytes with its extension kept), gets the extension of its
 content type when it has none, and a name used twice in one message is told apart in
@@ -28,11 +31,15 @@ part order: ``report.pdf``, ``report (2).pdf``. A part without a name is
 message without one is named after its subject.
 
 Change hint: each document's decoded size and CRC-32, the way a ZIP member's is its
-size and CRC-32. Listing reads each message (its attachments' bytes are needed to list
-them at all) and decodes its parts, but nothing is hashed with SHA-256 or parsed unless a
-document's own bytes changed: a message re-saved, moved, touched or given another
-attachment leaves its other documents unchanged, which a hint taken from the message
-file (size, mtime, a part's offset) could not.
+size and CRC-32. A message re-saved, moved, touched or given another attachment leaves
+its other documents' hints, so they are neither hashed nor parsed again; a hint taken
+from the message file (size, mtime, a part's offset) would send every document of a
+message that changed at all to be hashed again. Listing a message means reading it whole
+(~35 MB/s of parsing here, where a ZIP's directory is read in a few kilobytes), so a
+message's listing is remembered by its stat (path, size, mtime, ctime, inode) in the
+listing cache (``source.listing_cache``, an SQLite file; only where
+``source.hash_shortcut`` trusts size and mtime): a nightly refresh stats an unchanged
+message and reads nothing of it.
 
 Nothing in a message stops a run: a message that cannot be read, or is over the bomb
 guards (``source.message_max_attachments``, ``source.message_max_decoded_mb``, counted
@@ -68,7 +75,17 @@ from typing import IO, Any, cast
 
 from common.errors import Category, DocumentError, is_storage_full
 from common.settings import SourceSettings
-from sources.members import CHAIN_SEP, Listing, Member, guess_encoding, short_name
+from common.zipguard import ARCHIVE_EXTENSIONS
+from sources.members import (
+    CHAIN_SEP,
+    Listing,
+    ListingCache,
+    Member,
+    guess_encoding,
+    listing_cache,
+    listing_cache_path,
+    short_name,
+)
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +102,7 @@ _SIGNATURES = frozenset(
         "application/pgp-encrypted",
     }
 )
+_SMIME = frozenset({"application/pkcs7-mime", "application/x-pkcs7-mime"})
 # Encodings raw 8-bit attachment names are told apart in; cp1252 is the Western default.
 _NAME_ENCODINGS = ("gb18030", "cp932", "cp950", "cp949", "cp1252")
 _ENCODED_WORD = re.compile(r"=\?([^?*]+)(?:\*[^?]*)?\?[bqBQ]\?")
@@ -160,6 +178,8 @@ def _role(part: EmailMessage, body: EmailMessage | None, hints: tuple[str, ...])
     ctype = part.get_content_type()
     if ctype in _SIGNATURES:
         return None
+    if ctype in _SMIME and part.get_param("smime-type") != "signed-data":
+        return "encrypted"
     name = _filename(part, hints)
     if ctype == "message/rfc822" or (name and is_message(name)):
         return "message"
@@ -289,18 +309,45 @@ class _Budget:
     depth: int
 
 
+# Bumped whenever what a message lists changes, so remembered listings are not reused.
+LISTING_VERSION = 1
+
+
 def list_message(path: Path, settings: SourceSettings) -> Listing:
-    """The message's body and attachments (nested messages expanded); never raises."""
+    """The message's body and attachments (nested messages expanded); never raises. An
+    unchanged message's listing comes from the listing cache (``source.listing_cache``)
+    where ``source.hash_shortcut`` trusts the change hint."""
+    at = listing_cache_path(settings.listing_cache) if settings.hash_shortcut else None
+    key = None
+    if at is not None:
+        limits = (
+            LISTING_VERSION,
+            settings.max_file_size_mb,
+            settings.message_max_attachments,
+            settings.message_max_decoded_mb,
+            settings.message_max_depth,
+        )
+        key = ListingCache.key(path, limits)
+    if at is not None and key is not None:
+        cached = listing_cache(str(at)).get(key)
+        if cached is not None:
+            return cached
+    listing, settled = _list_message(path, settings)
+    if at is not None and key is not None and settled:
+        listing_cache(str(at)).put(key, listing)
+    return listing
+
+
+def _list_message(path: Path, settings: SourceSettings) -> tuple[Listing, bool]:
+    """The listing, and whether it is settled (not an error that may pass)."""
     try:
         size = path.stat().st_size
         if size > settings.max_file_size_mb * _MIB:
-            return Listing(
-                refusal=(
-                    Category.TOO_LARGE.value,
-                    f"message of {size / _MIB:.1f} MiB exceeds source.max_file_size_mb="
-                    f"{settings.max_file_size_mb:g}; raise it to index the message",
-                )
+            message = (
+                f"message of {size / _MIB:.1f} MiB exceeds source.max_file_size_mb="
+                f"{settings.max_file_size_mb:g}; raise it to index the message"
             )
+            return Listing(refusal=(Category.TOO_LARGE.value, message)), True
         budget = _Budget(
             settings.message_max_attachments,
             settings.message_max_decoded_mb * _MIB,
@@ -309,12 +356,18 @@ def list_message(path: Path, settings: SourceSettings) -> Listing:
         members: list[Member] = []
         _expand(_load(str(path)), (), "", 0, budget, members)
     except DocumentError as exc:
-        return Listing(refusal=(exc.category.value, exc.message))
+        return Listing(refusal=(exc.category.value, exc.message)), True
+    except OSError as exc:
+        if is_storage_full(exc):
+            raise
+        message = f"e-mail message cannot be read: {exc}"
+        return Listing(refusal=(Category.CORRUPT.value, message)), False
     except Exception as exc:  # one message never stops a listing
         if is_storage_full(exc):
             raise
-        return Listing(refusal=(Category.CORRUPT.value, f"e-mail message cannot be read: {exc}"))
-    return Listing(members)
+        message = f"e-mail message cannot be read: {exc}"
+        return Listing(refusal=(Category.CORRUPT.value, message)), True
+    return Listing(members), True
 
 
 def _expand(
@@ -357,8 +410,8 @@ def _expand(
             )
         segment = f"{index}:{_crc(data)}"
         key = CHAIN_SEP.join((*chain, segment))
-        if role == "attachment":
-            out.append(Member(path, key, len(data), _crc(data)))
+        if role != "message":
+            out.append(Member(path, key, len(data), _crc(data), _refusal(role, path)))
         elif depth + 1 > budget.depth:
             out.append(
                 Member(
@@ -375,6 +428,23 @@ def _expand(
             )
         else:
             _expand(_parse(data), (*chain, segment), path + "/", depth + 1, budget, out)
+
+
+def _refusal(role: str, path: str) -> tuple[str, str] | None:
+    """Why an attachment fails without being parsed, if it does."""
+    if role == "encrypted":
+        return (
+            Category.ENCRYPTED.value,
+            f"{path} is an S/MIME-encrypted message body: decrypt the message with its "
+            "recipient's key and ingest the decrypted .eml, or exclude it (source.exclude)",
+        )
+    if path.lower().endswith(ARCHIVE_EXTENSIONS):
+        return (
+            Category.UNSUPPORTED.value,
+            f"{path} is a ZIP archive attached to a message, which is not expanded: save it "
+            "beside the message to index its members",
+        )
+    return None
 
 
 def _resolve(location: str, key: str) -> tuple[list[EmailMessage], bytes]:

@@ -17,15 +17,22 @@ member that cannot be read fails alone.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
+import json
+import logging
+import os
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, Any, Protocol
 
 from common.settings import SourceSettings
+
+log = logging.getLogger(__name__)
 
 # Joins the keys of a nested member, outermost first (zipfile cuts names at NUL, and a
 # message's part keys hold none, so no key holds one).
@@ -128,3 +135,87 @@ def guess_encoding(raws: list[bytes], candidates: tuple[str, ...] = LEGACY_NAME_
 
     best = charset_normalizer.from_bytes(b"\n".join(raws), cp_isolation=list(candidates)).best()
     return best.encoding if best is not None else candidates[-1]
+
+
+class ListingCache:
+    """Listings remembered by the container file's identity and stat (path, size, mtime,
+    ctime, inode) in one SQLite file, so a container that must be read whole to be listed
+    (an e-mail message) is not read again while it is unchanged. Best effort: a cache that
+    cannot be opened or written is skipped; entries unused for ``keep_days`` are dropped."""
+
+    _VERSION = 1
+
+    def __init__(self, path: Path, keep_days: float = 30.0) -> None:
+        import sqlite3
+        import threading
+
+        self._lock = threading.Lock()
+        self._db: Any = None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(str(path), timeout=30, check_same_thread=False)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=OFF")  # losing an entry costs one read
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS listings (key TEXT PRIMARY KEY, value TEXT, used REAL)"
+            )
+            db.execute("DELETE FROM listings WHERE used < ?", (time.time() - keep_days * 86400,))
+            db.commit()
+            self._db = db
+        except Exception as exc:  # sqlite3.Error, OSError: list without a cache
+            log.warning("listing cache %s not used: %s", path, exc)
+
+    @classmethod
+    def key(cls, path: Path, settings: tuple[Any, ...]) -> str | None:
+        try:
+            st = path.stat()
+        except OSError:
+            return None
+        ident = [cls._VERSION, str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+        return hashlib.sha256(json.dumps([*ident, st.st_ino, *settings]).encode()).hexdigest()
+
+    def get(self, key: str) -> Listing | None:
+        if self._db is None:
+            return None
+        with self._lock, contextlib.suppress(Exception):
+            row = self._db.execute("SELECT value FROM listings WHERE key = ?", (key,)).fetchone()
+            if row is None:
+                return None
+            self._db.execute("UPDATE listings SET used = ? WHERE key = ?", (time.time(), key))
+            self._db.commit()
+            data = json.loads(row[0])
+            members = [Member(p, k, s, h, _pair(r)) for p, k, s, h, r in data["members"]]
+            return Listing(members, _pair(data["refusal"]))
+        return None
+
+    def put(self, key: str, listing: Listing) -> None:
+        if self._db is None:
+            return
+        members = [[m.path, m.key, m.size, m.hint, m.refusal] for m in listing.members]
+        value = json.dumps({"members": members, "refusal": listing.refusal})
+        with self._lock, contextlib.suppress(Exception):
+            self._db.execute(
+                "INSERT OR REPLACE INTO listings VALUES (?, ?, ?)", (key, value, time.time())
+            )
+            self._db.commit()
+
+
+def _pair(value: list[str] | None) -> tuple[str, str] | None:
+    return (value[0], value[1]) if value else None
+
+
+@functools.lru_cache(maxsize=8)
+def listing_cache(path: str) -> ListingCache:
+    """The process's one handle on the listing cache at ``path``."""
+    return ListingCache(Path(path))
+
+
+def listing_cache_path(setting: str) -> Path | None:
+    """Where ``source.listing_cache`` says the listing cache is: "off" none, "" the user's
+    cache folder (``$XDG_CACHE_HOME`` or ``~/.cache``, then ``corpusflow/listings.sqlite``)."""
+    if setting == "off":
+        return None
+    if setting:
+        return Path(setting).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or "~/.cache"
+    return Path(base).expanduser() / "corpusflow" / "listings.sqlite"
