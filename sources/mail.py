@@ -23,8 +23,10 @@ images, audio and video, and signatures (``application/pkcs7-signature``, PGP).
 Names: RFC 2047 and RFC 2231 encoded names are decoded (any charset, e.g. GBK); raw
 8-bit names are decoded as UTF-8, a charset the message declares, or the legacy
 encoding they read best in; a name is
-made one safe path segment (separators and control characters replaced, leading dots
-dropped, shortened past 200 bytes with its extension kept), gets the extension of its
+made one safe path segment (the last part of a path some clients send, control
+characters replaced, shortened past
+200 bytes with its extension kept; hidden names and editor droppings such as
+``.hidden`` or ``~$x.docx`` are skipped, as in folders and ZIPs), gets the extension of its
 content type when it has none, and a name used twice in one message is told apart in
 part order: ``report.pdf``, ``report (2).pdf``. A part without a name is
 ``part-<n>.<ext>`` (``n``: its position among the message's leaf parts); a nested
@@ -242,12 +244,11 @@ def _has_surrogates(text: str) -> bool:
 
 
 def _segment(name: str) -> str:
-    """``name`` as one safe path segment (maybe empty)."""
-    name = unicodedata.normalize("NFC", name)
-    name = "".join(
-        "_" if c in "/\\" or unicodedata.category(c) in ("Cc", "Cs") else c for c in name
-    )
-    return short_name(" ".join(name.split()).lstrip(". "))
+    """``name`` as one safe path segment (maybe empty): the last part of a path some
+    clients send (``C:\\Users\\ann\\report.pdf``, ``../x``), control characters as ``_``."""
+    name = re.split(r"[/\\]", unicodedata.normalize("NFC", name))[-1]
+    name = "".join("_" if unicodedata.category(c) in ("Cc", "Cs") else c for c in name)
+    return short_name(" ".join(name.split()))
 
 
 def _name(part: EmailMessage, index: int, role: str, hints: tuple[str, ...]) -> str:

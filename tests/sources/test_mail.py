@@ -269,6 +269,7 @@ def test_which_parts_are_documents_and_their_names(tmp_path: Path) -> None:
     )
     for name, data in (
         ("../../etc/passwd.txt", b"one"),
+        ("C:\\Users\\ann\\tab\tle.txt", b"one and a half"),
         ("notes.txt", b"two"),
         ("notes.txt", b"three"),
         (".hidden.txt", b"four"),
@@ -289,10 +290,10 @@ def test_which_parts_are_documents_and_their_names(tmp_path: Path) -> None:
         [
             "mail.eml",
             "mail.eml/part-5.pdf",
-            "mail.eml/_.._etc_passwd.txt",
+            "mail.eml/passwd.txt",
+            "mail.eml/tab_le.txt",
             "mail.eml/notes.txt",
             "mail.eml/notes (2).txt",
-            "mail.eml/hidden.txt",
             "mail.eml/scan.pdf",
             "mail.eml/files.zip",
             "mail.eml/smime.p7m",

@@ -65,6 +65,45 @@ class TestArchiveMembers(SourceConformance):
         return f"bundle.zip/{name}"
 
 
+def _eml(files: dict[str, bytes]) -> bytes:
+    from email.message import EmailMessage
+
+    msg = EmailMessage()
+    msg["Subject"] = "Conformance"
+    msg.set_content("The documents are attached.")
+    for name, data in files.items():
+        msg.add_attachment(data, "application", "octet-stream", filename=name)
+    return msg.as_bytes()
+
+
+class TestMessageAttachments(SourceConformance):
+    """Attachments of an e-mail message in a local folder (named by their paths, e.g.
+    ``sites/aalborg.csv``, which a message keeps as its last part ``aalborg.csv``); the
+    message's sidecar is every attachment's metadata, and each names its message."""
+
+    metadata_is_shared = True
+    inherited_keys = frozenset({"attached_to"})
+    also_listed = frozenset({"mail.eml"})
+
+    def make(self, tmp_path: Path, files: dict[str, bytes]) -> Source:
+        root = tmp_path / "docs"
+        root.mkdir()
+        members = {n: d for n, d in files.items() if not n.endswith(SIDECAR_SUFFIX)}
+        (root / "mail.eml").write_bytes(_eml(members))
+        for name, data in files.items():
+            if name.endswith(SIDECAR_SUFFIX):
+                (root / f"mail.eml{SIDECAR_SUFFIX}").write_bytes(data)
+        self._members = members
+        return open_source(str(root), SourceSettings(listing_cache="off"))
+
+    def change(self, source: Source, name: str, data: bytes) -> None:
+        self._members[name] = data
+        (Path(source.root) / "mail.eml").write_bytes(_eml(self._members))
+
+    def listed_as(self, name: str) -> str:
+        return f"mail.eml/{name.rsplit('/', 1)[-1]}"
+
+
 BUCKET = "conformance"
 
 
