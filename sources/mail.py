@@ -158,18 +158,20 @@ def _body(msg: EmailMessage) -> EmailMessage | None:
 
 
 def body_only(msg: EmailMessage) -> bytes:
-    """The message's headers with only its body part: the body document's bytes."""
-    out = EmailMessage(policy=msg.policy)
+    """The message's headers with only its body part: the body document's bytes. The
+    body part is written as it came (its own Content-* headers, its payload in its own
+    transfer encoding, 8-bit bytes kept)."""
+    body = _body(msg)
+    if body is msg:
+        return msg.as_bytes()
+    head = EmailMessage(policy=msg.policy)
     for name, value in msg.raw_items():
         if not name.lower().startswith("content-"):
-            out.set_raw(name, value)
-    body = _body(msg)
-    if body is not None:
-        for name, value in body.raw_items():
-            if name.lower() in ("content-type", "content-transfer-encoding"):
-                out.set_raw(name, value)
-        out.set_payload(body.get_payload())
-    return out.as_bytes()
+            head.set_raw(name, value)
+    headers = head.as_bytes().rstrip(b"\r\n") + b"\n"
+    if body is None:
+        return headers + b"\n"
+    return headers + body.as_bytes()
 
 
 def _role(part: EmailMessage, body: EmailMessage | None, hints: tuple[str, ...]) -> str | None:
@@ -282,7 +284,7 @@ def _unique(name: str, taken: set[str]) -> str:
     return out
 
 
-def _bytes(part: EmailMessage, role: str, shown: str) -> bytes:
+def _bytes(part: EmailMessage, shown: str) -> bytes:
     """A part's decoded bytes (a nested message's as a message file); a damaged part is
     a DocumentError."""
     if part.get_content_type() == "message/rfc822":
@@ -397,7 +399,7 @@ def _expand(
                 "(counted with the messages attached to it); raise it to expand the message",
             )
         try:
-            data = _bytes(part, role, path)
+            data = _bytes(part, path)
         except DocumentError as exc:
             key = CHAIN_SEP.join((*chain, f"{index}:"))
             out.append(Member(path, key, 0, "damaged", (exc.category.value, exc.message)))
@@ -461,7 +463,7 @@ def _resolve(location: str, key: str) -> tuple[list[EmailMessage], bytes]:
         if not index.isdigit() or int(index) >= len(leaves):
             raise DocumentError(Category.SOURCE_CHANGED, "attachment is no longer in the message")
         part = leaves[int(index)]
-        data = _bytes(part, "attachment", f"part {int(index) + 1}")
+        data = _bytes(part, f"part {int(index) + 1}")
         if _crc(data) != crc:
             raise DocumentError(Category.SOURCE_CHANGED, "the message changed after it was listed")
         if at == len(segments) - 1:

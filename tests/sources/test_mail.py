@@ -436,3 +436,24 @@ def test_an_unchanged_message_is_not_read_to_be_listed(
     monkeypatch.setattr(mail, "_load", unread)  # a listing never raises: it refuses
     unshortcut = _listing(corpus, listing_cache=cache, hash_shortcut=False)
     assert "was read" in (unshortcut["mail.eml"].refusal or ("", ""))[1]
+
+
+def test_the_body_keeps_its_8bit_text_and_headers(tmp_path: Path) -> None:
+    """A body in 8-bit GBK and raw UTF-8 headers (as Chinese clients send them) reach the
+    body document byte for byte."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    text = "你好，附件是风机检修报告。"
+    raw = (
+        "Subject: 季度报告\nFrom: 张三 <zhang@example.cn>\n"
+        "Content-Type: multipart/mixed; boundary=B\n\n--B\n"
+        "Content-Type: text/plain; charset=gbk\nContent-Transfer-Encoding: 8bit\n\nTEXT\n--B\n"
+        'Content-Type: text/plain; name="a.txt"\n\nattached\n--B--\n'
+    ).encode()
+    (corpus / "mail.eml").write_bytes(raw.replace(b"TEXT", text.encode("gbk")))
+    listed = _listing(corpus)
+    assert set(listed) == {"mail.eml", "mail.eml/a.txt"}
+    with LocalSource(corpus, SourceSettings()).fetch(listed["mail.eml"]) as local:
+        body = Path(local).read_bytes()
+    assert text.encode("gbk") in body and "季度报告".encode() in body
+    assert b"attached" not in body
