@@ -476,8 +476,14 @@ def _resolve(location: str, key: str) -> tuple[list[EmailMessage], bytes]:
 def open_member(location: str, key: str) -> Iterator[IO[bytes]]:
     """A document's bytes from the message at ``location``; every failure is a
     DocumentError with its category."""
+    _, data = _resolved(location, key)
+    yield io.BytesIO(data)
+
+
+def _resolved(location: str, key: str) -> tuple[list[EmailMessage], bytes]:
+    """``_resolve`` with every failure a DocumentError with its category."""
     try:
-        _, data = _resolve(location, key)
+        return _resolve(location, key)
     except DocumentError:
         raise
     except FileNotFoundError as exc:
@@ -486,7 +492,6 @@ def open_member(location: str, key: str) -> Iterator[IO[bytes]]:
         if is_storage_full(exc):
             raise
         raise DocumentError(Category.CORRUPT, f"e-mail attachment cannot be read: {exc}") from exc
-    yield io.BytesIO(data)
 
 
 def _headers(msg: EmailMessage) -> dict[str, Any]:
@@ -508,7 +513,7 @@ def member_metadata(location: str, key: str, rel_path: str) -> dict[str, Any]:
     """``attached_to``: the message holding the document (none for a message's own body)."""
     if key == BODY:
         return {}
-    messages, _ = _resolve(location, key)
+    messages, _ = _resolved(location, key)
     holder = messages[-2] if key.endswith(CHAIN_SEP + BODY) else messages[-1]
     parent = PurePosixPath(rel_path).parent.as_posix()
     return {"attached_to": {"path": parent, **_headers(holder)}}

@@ -401,6 +401,11 @@ def test_change_hint_follows_each_document(tmp_path: Path) -> None:
     assert err.value.category == Category.SOURCE_CHANGED
     with source.fetch(after["mail.eml/b.txt"]) as local:
         assert Path(local).read_bytes() == b"beta"
+    (corpus / "mail.eml").unlink()  # gone between listing and parsing: source_changed
+    for read in (source.metadata, source.content_hash):
+        with pytest.raises(DocumentError) as err:
+            read(after["mail.eml/b.txt"])
+        assert err.value.category == Category.SOURCE_CHANGED
 
 
 def test_an_unchanged_message_is_not_read_to_be_listed(
