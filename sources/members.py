@@ -181,8 +181,12 @@ class ListingCache:
             row = self._db.execute("SELECT value FROM listings WHERE key = ?", (key,)).fetchone()
             if row is None:
                 return None
-            self._db.execute("UPDATE listings SET used = ? WHERE key = ?", (time.time(), key))
-            self._db.commit()
+            now = time.time()  # marked used at most once a day: a nightly run writes little
+            marked = self._db.execute(
+                "UPDATE listings SET used = ? WHERE key = ? AND used < ?", (now, key, now - 86400)
+            )
+            if marked.rowcount:
+                self._db.commit()
             data = json.loads(row[0])
             members = [Member(p, k, s, h, _pair(r)) for p, k, s, h, r in data["members"]]
             return Listing(members, _pair(data["refusal"]))
