@@ -540,18 +540,12 @@ class ZipContainer:
     archive itself is no document, its members are."""
 
     label = "zip-crc32"
-
-    def claims(self, name: str) -> bool:
-        return is_archive(name)
+    claims = staticmethod(is_archive)
+    list = staticmethod(list_archive)
+    open_member = staticmethod(open_member)
 
     def enabled(self, settings: SourceSettings) -> bool:
         return settings.expand_archives
-
-    def list(self, path: Path, settings: SourceSettings) -> Listing:
-        return list_archive(path, settings)
-
-    def open_member(self, location: str, key: str) -> contextlib.AbstractContextManager[IO[bytes]]:
-        return open_member(location, key)
 
     def member_metadata(self, location: str, key: str, rel_path: str) -> dict[str, Any]:
         return {}

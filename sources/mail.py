@@ -524,18 +524,10 @@ class MailContainer:
     the message's body is a document (path "") and so is each attachment."""
 
     label = "mail-crc32"
-
-    def claims(self, name: str) -> bool:
-        return is_message(name)
+    claims = staticmethod(is_message)
+    list = staticmethod(list_message)
+    open_member = staticmethod(open_member)
+    member_metadata = staticmethod(member_metadata)
 
     def enabled(self, settings: SourceSettings) -> bool:
         return settings.expand_messages
-
-    def list(self, path: Path, settings: SourceSettings) -> Listing:
-        return list_message(path, settings)
-
-    def open_member(self, location: str, key: str) -> contextlib.AbstractContextManager[IO[bytes]]:
-        return open_member(location, key)
-
-    def member_metadata(self, location: str, key: str, rel_path: str) -> dict[str, Any]:
-        return member_metadata(location, key, rel_path)
