@@ -79,6 +79,46 @@ class SourceSettings(_Section):
             "codec name such as gbk or cp932."
         ),
     )
+    expand_messages: bool = Field(
+        True,
+        description=(
+            "List the attachments of .eml e-mail messages in local folders as documents of "
+            "their own (path mail.eml/attachment.pdf, parsed by their own format) beside the "
+            "message's body and headers (mail.eml); off: a message is one document."
+        ),
+    )
+    message_max_attachments: int = Field(
+        1000,
+        ge=0,
+        description=(
+            "A message with more attachments (nested messages' included) is not expanded and "
+            "fails too_large (e-mail bomb guard)."
+        ),
+    )
+    message_max_decoded_mb: float = Field(
+        1024.0,
+        description=(
+            "A message whose attachments decode to more (nested messages' included) is not "
+            "expanded and fails too_large (e-mail bomb guard)."
+        ),
+    )
+    message_max_depth: int = Field(
+        3,
+        ge=0,
+        description=(
+            "Messages attached to messages (forwarded as attachments) are expanded as nested "
+            "folders down to this depth; a deeper one fails too_large."
+        ),
+    )
+    listing_cache: str = Field(
+        "",
+        description=(
+            "SQLite file remembering each e-mail message's listing by its path, size, mtime "
+            "and ctime, so a nightly refresh does not read unchanged messages again to list "
+            "their attachments (used where hash_shortcut is on); empty: "
+            "$XDG_CACHE_HOME/corpusflow/listings.sqlite (~/.cache/...); off: read every time."
+        ),
+    )
     storage_options: dict[str, str] = Field(
         default_factory=dict,
         description=(

@@ -407,7 +407,8 @@ FORMATS: tuple[FormatSpec, ...] = (
         "eml",
         (".eml",),
         UNSTRUCTURED,
-        "e-mail (headers to metadata)",
+        "e-mail: headers (to metadata) and body; in a source folder each attachment is its "
+        "own document, path mail.eml/attachment (sources.mail)",
         text=True,
         options=_options(unstructured="email"),
     ),

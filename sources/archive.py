@@ -28,13 +28,13 @@ Shift-JIS, Big5, EUC-KR or the ZIP default cp437), or with
 ``source.archive_name_encoding`` when set.
 
 The change hint of a member is its size and CRC-32 from the archive's directory
-(and its containers'), so an unchanged member is never re-read.
+(and its containers'), so an unchanged member is never re-read. ``ZipContainer`` is this
+module behind the container interface (``sources.members``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import lzma
 import mmap
@@ -46,19 +46,17 @@ import tempfile
 import zipfile
 import zlib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import IO
+from typing import IO, Any
 
 from common.errors import Category, DocumentError, is_storage_full
 from common.settings import SourceSettings
 from common.zipguard import ARCHIVE_EXTENSIONS, zip_problem
+from sources.members import CHAIN_SEP, LEGACY_NAME_ENCODINGS, Listing, Member, guess_encoding
 
 log = logging.getLogger(__name__)
 
-# Joins the member names of a nested member, outermost first (zipfile cuts names at NUL,
-# so no member name holds one).
-CHAIN_SEP = "\0"
 # Volumes of a spanned/split archive: x.z01, x.z02, ... beside x.zip.
 _VOLUME = re.compile(r"\.z\d{2,}$", re.IGNORECASE)
 _ZIPFILE_METHODS = frozenset(
@@ -87,8 +85,6 @@ _DECODERS = (
     ("7za", ("e", "-so", "-bd", "-y", "-p")),
     ("unzip", ("-p", "-qq")),
 )
-# Legacy name encodings told apart by their bytes; cp437 is the ZIP default.
-_NAME_ENCODINGS = ("gb18030", "cp932", "cp950", "cp949", "cp437")
 _UNICODE_PATH_EXTRA = 0x7075  # Info-ZIP Unicode Path extra field
 
 
@@ -122,27 +118,6 @@ def safe_member_name(name: str) -> str | None:
     return "/".join(parts)
 
 
-@dataclass(frozen=True, slots=True)
-class ArchiveMember:
-    """One member to list: its decoded path inside the outermost archive, the key that
-    opens it (zipfile names joined by CHAIN_SEP), its size and change hint, and the
-    reason it cannot be expanded (a nested archive listed as itself), if any."""
-
-    path: str
-    key: str
-    size: int
-    hint: str
-    refusal: tuple[str, str] | None = None
-
-
-@dataclass(slots=True)
-class ArchiveListing:
-    """An archive's members, or why it is listed (and failed) as itself."""
-
-    members: list[ArchiveMember] = field(default_factory=list)
-    refusal: tuple[str, str] | None = None
-
-
 @dataclass(slots=True)
 class _Budget:
     members: int
@@ -151,7 +126,7 @@ class _Budget:
     depth: int
 
 
-def list_archive(path: Path, settings: SourceSettings) -> ArchiveListing:
+def list_archive(path: Path, settings: SourceSettings) -> Listing:
     """The archive's expandable members (nested archives expanded); never raises."""
     budget = _Budget(
         settings.archive_max_members,
@@ -159,7 +134,7 @@ def list_archive(path: Path, settings: SourceSettings) -> ArchiveListing:
         settings.archive_max_ratio,
         settings.archive_max_depth,
     )
-    listing = ArchiveListing()
+    listing = Listing()
     try:
         spanned = _spanned(path)
         if spanned:
@@ -176,7 +151,7 @@ def list_archive(path: Path, settings: SourceSettings) -> ArchiveListing:
             raise
         problem = (Category.CORRUPT.value, f"ZIP archive cannot be listed: {exc}")
     if problem is not None:
-        return ArchiveListing(refusal=problem)
+        return Listing(refusal=problem)
     # A name written twice (an archive appended to) is one document: the last copy, as
     # zipfile reads it.
     listing.members = list({m.path: m for m in listing.members}.values())
@@ -192,7 +167,7 @@ def _expand(
     depth: int,
     budget: _Budget,
     settings: SourceSettings,
-    out: list[ArchiveMember],
+    out: list[Member],
 ) -> tuple[str, str] | None:
     """List ``zf``'s members into ``out``; the reason it must not be expanded, if any."""
     infos = zf.infolist()
@@ -226,9 +201,9 @@ def _expand(
             )  # fmt: skip
             if nested is None:
                 continue
-            out.append(ArchiveMember(path, key, info.file_size, member_hint, nested))
+            out.append(Member(path, key, info.file_size, member_hint, nested))
             continue
-        out.append(ArchiveMember(path, key, info.file_size, member_hint))
+        out.append(Member(path, key, info.file_size, member_hint))
     return None
 
 
@@ -242,7 +217,7 @@ def _expand_nested(
     depth: int,
     budget: _Budget,
     settings: SourceSettings,
-    out: list[ArchiveMember],
+    out: list[Member],
 ) -> tuple[str, str] | None:
     """Expand a nested archive into ``out`` as the folder ``path/``; the reason it is
     listed as itself instead (its members listed so far are dropped), if any."""
@@ -327,26 +302,13 @@ def decoded_names(infos: Sequence[zipfile.ZipInfo], forced: str = "auto") -> dic
             legacy[info.filename] = raw
     if not legacy:
         return out
-    encoding = forced if forced != "auto" else _guess_encoding(list(legacy.values()))
+    encoding = (
+        forced if forced != "auto" else guess_encoding(list(legacy.values()), LEGACY_NAME_ENCODINGS)
+    )
     for name, raw in legacy.items():
         text = raw.decode(encoding, errors="replace").rstrip("\0")
         out[name] = text.replace("\\", "/") if "\\" in text else text
     return out
-
-
-def _guess_encoding(raws: list[bytes]) -> str:
-    try:
-        for raw in raws:
-            raw.decode("utf-8")
-        return "utf-8"
-    except UnicodeDecodeError:
-        pass
-    import charset_normalizer
-
-    best = charset_normalizer.from_bytes(
-        b"\n".join(raws), cp_isolation=list(_NAME_ENCODINGS)
-    ).best()
-    return best.encoding if best is not None else "cp437"
 
 
 def _unicode_path(info: zipfile.ZipInfo, raw: bytes) -> str | None:
@@ -573,24 +535,17 @@ def open_member(archive: str, key: str) -> Iterator[IO[bytes]]:
         ) from exc
 
 
-def member_sha256(archive: str, key: str) -> str:
-    h = hashlib.sha256()
-    with open_member(archive, key) as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+class ZipContainer:
+    """ZIP archives behind the container interface (``sources.members.Container``): the
+    archive itself is no document, its members are."""
 
+    label = "zip-crc32"
+    claims = staticmethod(is_archive)
+    list = staticmethod(list_archive)
+    open_member = staticmethod(open_member)
 
-@contextlib.contextmanager
-def extracted(archive: str, key: str) -> Iterator[str]:
-    """A temporary file holding the member's bytes (same name, so its suffix tells the
-    parser what it is), removed when the block ends."""
-    tmp = tempfile.mkdtemp(prefix="corpusflow-zip-")
-    try:
-        leaf = key.split(CHAIN_SEP)[-1].replace("\\", "/")
-        target = Path(tmp) / (PurePosixPath(leaf).name or "member")
-        with open_member(archive, key) as fh, target.open("wb") as out:
-            shutil.copyfileobj(fh, out, 1 << 20)
-        yield str(target)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    def enabled(self, settings: SourceSettings) -> bool:
+        return settings.expand_archives
+
+    def member_metadata(self, location: str, key: str, rel_path: str) -> dict[str, Any]:
+        return {}

@@ -16,15 +16,9 @@ from typing import Any
 
 from common.errors import Category, ConfigurationError, DocumentError
 from common.settings import SourceSettings
-from sources.archive import (
-    ArchiveMember,
-    extracted,
-    is_archive,
-    is_volume,
-    list_archive,
-    member_sha256,
-    volume_refusal,
-)
+from sources.archive import is_volume, volume_refusal
+from sources.containers import container_for, container_of
+from sources.members import Container, Member, extracted, member_sha256
 
 log = logging.getLogger(__name__)
 
@@ -51,12 +45,12 @@ class SourceFile:
     # Object stores only: the entity tag(s) of the object (and its sidecar). With the
     # size it is the change hint; local files have none and use size + mtime.
     etag: str | None = None
-    # A member of the ZIP archive at ``location`` (sources.archive): its name inside it
-    # (for a member of a nested archive, the names from the outermost inward joined by
-    # sources.archive.CHAIN_SEP).
+    # A member of the container (sources.members: a ZIP archive, an e-mail message) at
+    # ``location``: the key that opens it there (for a member of a nested container, the
+    # keys from the outermost inward joined by sources.members.CHAIN_SEP).
     member: str | None = None
-    # Why this file fails without being parsed, as (category, message): an archive (or a
-    # nested archive) that cannot be expanded, a volume of a spanned archive.
+    # Why this file fails without being parsed, as (category, message): an archive or a
+    # message (or a nested one) that cannot be expanded, a volume of a spanned archive.
     refusal: tuple[str, str] | None = None
 
     @property
@@ -210,10 +204,13 @@ class LocalSource:
                 )
                 break
             refusal = None
-            if self.settings.expand_archives and is_archive(name):
-                listing = list_archive(path, self.settings)
+            container = container_for(name, self.settings)
+            if container is not None:
+                listing = container.list(path, self.settings)
                 if listing.refusal is None:
-                    yield from self._members(path, rel, st.st_mtime, sidecar, listing.members)
+                    yield from self._members(
+                        container, path, rel, st.st_mtime, sidecar, listing.members
+                    )
                     continue
                 refusal = listing.refusal
             elif self.settings.expand_archives and is_volume(name):
@@ -222,11 +219,12 @@ class LocalSource:
 
     def _members(
         self,
+        container: Container,
         path: Path,
         rel: str,
         mtime: float,
         sidecar: str | None,
-        members: Sequence[ArchiveMember],
+        members: Sequence[Member],
     ) -> Iterator[SourceFile]:
         side_size, side_mtime = 0, None
         if sidecar is not None:
@@ -235,9 +233,9 @@ class LocalSource:
                 side_size, side_mtime = side_st.st_size, side_st.st_mtime
         side = "" if side_mtime is None else f":{side_mtime!r}"
         for m in members:
-            if skipped_name(PurePosixPath(m.path).name):
+            if m.path and skipped_name(PurePosixPath(m.path).name):
                 continue
-            member_rel = f"{rel}/{m.path}"
+            member_rel = f"{rel}/{m.path}" if m.path else rel  # "": the container's own
             if not self._wanted(member_rel):
                 continue
             yield SourceFile(
@@ -246,7 +244,7 @@ class LocalSource:
                 max(mtime, side_mtime or 0.0),
                 str(path),
                 sidecar,
-                etag=f"zip-crc32:{m.hint}{side}",
+                etag=f"{container.label}:{m.hint}{side}",
                 member=m.key,
                 refusal=m.refusal,
             )
@@ -257,29 +255,42 @@ class LocalSource:
         if f.refusal is not None:
             raise DocumentError(*f.refusal)
         if f.member is not None:
-            with extracted(f.location, f.member) as path:
+            container = container_of(f.location)
+            with extracted(container, f.location, f.member, PurePosixPath(f.rel_path).name) as path:
                 yield path
             return
         yield f.location
 
     @staticmethod
     def content_hash(f: SourceFile) -> str:
-        """SHA-256 of the document's bytes, combined with its sidecar's when there is one."""
+        """SHA-256 of the document's bytes, combined with its sidecar's when there is one
+        (and, for a container's member, with the metadata it takes from its container)."""
         sidecar = None if f.sidecar is None else _sha256_file(f.sidecar)
         if f.member is not None:
-            return combine_digests(member_sha256(f.location, f.member), sidecar)
+            container = container_of(f.location)
+            digest = combine_digests(member_sha256(container, f.location, f.member), sidecar)
+            inherited = container.member_metadata(f.location, f.member, f.rel_path)
+            if not inherited:
+                return digest
+            return combine_digests(digest, _sha256_bytes(json.dumps(inherited, sort_keys=True)))
         return combine_digests(_sha256_file(f.location), sidecar)
 
     @staticmethod
     def metadata(f: SourceFile) -> dict[str, Any]:
-        """The sidecar's metadata (empty without one); a broken sidecar is the document's error."""
-        if f.sidecar is None:
-            return {}
-        try:
-            raw = Path(f.sidecar).read_bytes()
-        except OSError as exc:
-            raise DocumentError(Category.CORRUPT, f"unreadable metadata sidecar: {exc}") from exc
-        return parse_sidecar(raw, f.sidecar)
+        """The sidecar's metadata (empty without one), and for a container's member what it
+        takes from its container; a broken sidecar is the document's error."""
+        out: dict[str, Any] = {}
+        if f.sidecar is not None:
+            try:
+                raw = Path(f.sidecar).read_bytes()
+            except OSError as exc:
+                raise DocumentError(
+                    Category.CORRUPT, f"unreadable metadata sidecar: {exc}"
+                ) from exc
+            out = parse_sidecar(raw, f.sidecar)
+        if f.member is not None:
+            out.update(container_of(f.location).member_metadata(f.location, f.member, f.rel_path))
+        return out
 
 
 def _printable(rel: str) -> str:
@@ -291,6 +302,10 @@ def _printable(rel: str) -> str:
     except UnicodeEncodeError:
         return os.fsencode(rel).decode("utf-8", "backslashreplace")
     return rel
+
+
+def _sha256_bytes(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _sha256_file(location: str) -> str:

@@ -33,36 +33,68 @@ class TestLocalSource(SourceConformance):
         os.utime(path, (mtime + 2, mtime + 2))  # a coarse clock still sees the edit
 
 
-def _zip(files: dict[str, bytes]) -> bytes:
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
-        for name, data in files.items():
-            zf.writestr(name, data)
-    return out.getvalue()
-
-
-class TestArchiveMembers(SourceConformance):
-    """Members of a ZIP in a local folder; the archive's sidecar is every member's."""
+class _ContainerMembers(SourceConformance):
+    """Members of one container file in a local folder; its sidecar is every member's."""
 
     metadata_is_shared = True
+    container = ""
+
+    def pack(self, files: dict[str, bytes]) -> bytes:
+        raise NotImplementedError
 
     def make(self, tmp_path: Path, files: dict[str, bytes]) -> Source:
         root = tmp_path / "docs"
         root.mkdir()
         members = {n: d for n, d in files.items() if not n.endswith(SIDECAR_SUFFIX)}
-        (root / "bundle.zip").write_bytes(_zip(members))
+        (root / self.container).write_bytes(self.pack(members))
         for name, data in files.items():
             if name.endswith(SIDECAR_SUFFIX):
-                (root / f"bundle.zip{SIDECAR_SUFFIX}").write_bytes(data)
+                (root / f"{self.container}{SIDECAR_SUFFIX}").write_bytes(data)
         self._members = members
-        return open_source(str(root), SourceSettings())
+        return open_source(str(root), SourceSettings(listing_cache="off"))
 
     def change(self, source: Source, name: str, data: bytes) -> None:
         self._members[name] = data
-        (Path(source.root) / "bundle.zip").write_bytes(_zip(self._members))
+        (Path(source.root) / self.container).write_bytes(self.pack(self._members))
+
+
+class TestArchiveMembers(_ContainerMembers):
+    """Members of a ZIP."""
+
+    container = "bundle.zip"
+
+    def pack(self, files: dict[str, bytes]) -> bytes:
+        out = io.BytesIO()
+        with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
+            for name, data in files.items():
+                zf.writestr(name, data)
+        return out.getvalue()
 
     def listed_as(self, name: str) -> str:
         return f"bundle.zip/{name}"
+
+
+class TestMessageAttachments(_ContainerMembers):
+    """Attachments of an e-mail message (named by their paths, e.g. ``sites/aalborg.csv``,
+    which a message keeps as its last part ``aalborg.csv``); each names its message, and
+    the message's body is a document too."""
+
+    container = "mail.eml"
+    inherited_keys = frozenset({"attached_to"})
+    also_listed = frozenset({"mail.eml"})
+
+    def pack(self, files: dict[str, bytes]) -> bytes:
+        from email.message import EmailMessage
+
+        msg = EmailMessage()
+        msg["Subject"] = "Conformance"
+        msg.set_content("The documents are attached.")
+        for name, data in files.items():
+            msg.add_attachment(data, "application", "octet-stream", filename=name)
+        return msg.as_bytes()
+
+    def listed_as(self, name: str) -> str:
+        return f"mail.eml/{name.rsplit('/', 1)[-1]}"
 
 
 BUCKET = "conformance"
