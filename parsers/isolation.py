@@ -148,8 +148,10 @@ def _child_main(
             # its jobs read a decrypted copy in this child's scratch folder.
             path = str(decrypted.path_for(Path(path), rest[1] if len(rest) > 1 else None))
             if task is None:
-                doc = parse_file(Path(path), settings, metadata)
-                conn.send(("ok", doc.to_json()))
+                # No name holds the document: it is freed once its JSON is made, before
+                # that is pickled, and nothing of it stays while the next job parses
+                # (~35 MiB for a 1,000-page PDF; docs/benchmarks.md, "A 1,000-page PDF").
+                conn.send(("ok", parse_file(Path(path), settings, metadata).to_json()))
             else:  # a page job of page isolation (parsers.pages)
                 from parsers.pages import run_task
 

@@ -1,12 +1,12 @@
 """The model-free PDF path: text layer -> paragraphs, headings, lists and tables; OCR
 for scanned pages.
 
-The text layer (``parsers.pdf.textlayer``) gives lines with typography and words;
-pages without a usable text layer (scans, and pages whose text layer failed)
-are OCR'd (``parsers.pdf.ocr``) and their lines join the others; tables are
-found on the text-layer pages (``parsers.pdf.tables``); everything is assembled
-into one DoclingDocument (``parsers.pdf.assemble``) with the outline's headings
-(``parsers.pdf.headings``).
+The text layer (``parsers.pdf.textlayer``) gives lines with typography, and the
+tables found in each page's words as it was read (``parsers.pdf.tables``); pages
+without a usable text layer (scans, and pages whose text layer failed) are OCR'd
+(``parsers.pdf.ocr``), their lines join the others and their tables are dropped;
+everything is assembled into one DoclingDocument (``parsers.pdf.assemble``) with the
+outline's headings (``parsers.pdf.headings``).
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ def parse_offline(path: Path, settings: ParseSettings, headings: str = "rules") 
     """
     from parsers.pdf.assemble import lines_to_document
     from parsers.pdf.headings import read_outline
-    from parsers.pdf.tables import detect_tables
     from parsers.pdf.textlayer import native_content
 
     content = native_content(path)
@@ -77,8 +76,7 @@ def parse_offline(path: Path, settings: ParseSettings, headings: str = "rules") 
             if recovered:
                 sizes = {**sizes, **page_sizes(path, recovered)}
             sizes = {**sizes, **turned}  # pages read on their side: the upright frame
-    text_words = {p: ws for p, ws in content.words.items() if p not in set(scanned)}
-    tables, table_warnings = detect_tables(path, text_words)
+    tables, table_warnings = content.tables_except(scanned)
     warnings += table_warnings
     titles = None
     if headings in ("layout", "both"):

@@ -14,7 +14,7 @@ it needs at least two rows and two columns, several filled cells, and cells
 that read like cells (a few words), not like paragraphs.
 
 Coordinates are PDF points with a top-left origin (``parsers.pdf.primitives``).
-``detect_tables`` runs both detectors over the text-layer pages of a PDF.
+``page_tables`` runs both detectors over one text-layer page.
 """
 
 from __future__ import annotations
@@ -22,9 +22,8 @@ from __future__ import annotations
 import ctypes
 import itertools
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from parsers.models import ParseWarning
@@ -37,7 +36,6 @@ from parsers.pdf.primitives import (
     is_cjk,
     is_mono_face,
     is_rtl,
-    iter_pages,
     join_pieces,
     visual_to_logical,
     walk_objects,
@@ -147,35 +145,31 @@ def _is_visible(obj: Any) -> bool:
     return a.value > 0 and min(r.value, g.value, b.value) < 250
 
 
-def page_rules(path: Path, page_nos: Iterable[int]) -> dict[int, list[Rule]]:
-    """Border segments of the given 1-based pages, top-left origin, in points."""
+def page_rules(page: Any) -> list[Rule]:
+    """Border segments of a pdfium page, top-left origin, in points."""
     import pypdfium2.raw as pdfium_c
 
-    rules: dict[int, list[Rule]] = {}
-    for page_no, page in iter_pages(path, page_nos):
-        height = page.get_height()
-        paths = walk_objects(page, {pdfium_c.FPDF_PAGEOBJ_PATH})
-        out: list[Rule] = []
-        for obj, _kind, (left, bottom, right, top) in paths:
-            w, h = right - left, top - bottom
-            # Too short to be a rule either way; only then ask pdfium how it is drawn.
-            if max(w, h) < _RULE_MIN_LENGTH or not _is_visible(obj):
-                continue
-            y0, y1 = height - top, height - bottom  # to a top-left origin
-            if h <= _RULE_MAX_THICKNESS and w >= _RULE_MIN_LENGTH:
-                out.append(Rule(True, (y0 + y1) / 2, left, right))
-            elif w <= _RULE_MAX_THICKNESS and h >= _RULE_MIN_LENGTH:
-                out.append(Rule(False, (left + right) / 2, y0, y1))
-            elif w >= _RULE_MIN_LENGTH and h >= _RULE_MIN_LENGTH and _is_rectangle(obj):
-                # A rectangle (cell shading or a drawn box): its four edges.
-                out += [
-                    Rule(True, y0, left, right),
-                    Rule(True, y1, left, right),
-                    Rule(False, left, y0, y1),
-                    Rule(False, right, y0, y1),
-                ]
-        rules[page_no] = out
-    return rules
+    height = page.get_height()
+    out: list[Rule] = []
+    for obj, _kind, (left, bottom, right, top) in walk_objects(page, {pdfium_c.FPDF_PAGEOBJ_PATH}):
+        w, h = right - left, top - bottom
+        # Too short to be a rule either way; only then ask pdfium how it is drawn.
+        if max(w, h) < _RULE_MIN_LENGTH or not _is_visible(obj):
+            continue
+        y0, y1 = height - top, height - bottom  # to a top-left origin
+        if h <= _RULE_MAX_THICKNESS and w >= _RULE_MIN_LENGTH:
+            out.append(Rule(True, (y0 + y1) / 2, left, right))
+        elif w <= _RULE_MAX_THICKNESS and h >= _RULE_MIN_LENGTH:
+            out.append(Rule(False, (left + right) / 2, y0, y1))
+        elif w >= _RULE_MIN_LENGTH and h >= _RULE_MIN_LENGTH and _is_rectangle(obj):
+            # A rectangle (cell shading or a drawn box): its four edges.
+            out += [
+                Rule(True, y0, left, right),
+                Rule(True, y1, left, right),
+                Rule(False, left, y0, y1),
+                Rule(False, right, y0, y1),
+            ]
+    return out
 
 
 # --------------------------------------------------------------------------- #
@@ -691,28 +685,17 @@ def find_aligned_tables(page_no: int, words: Sequence[Word], depth: int = 0) -> 
     return [t for run in runs for t in _aligned_table(page_no, run, depth)]
 
 
-def detect_tables(
-    path: Path, words: dict[int, list[Word]]
+def page_tables(
+    page_no: int, words: Sequence[Word], rules: Sequence[Rule]
 ) -> tuple[list[Table], list[ParseWarning]]:
-    """Tables of the text-layer pages: drawn grids first, then aligned columns."""
-    pages = [p for p, ws in words.items() if ws]
-    if not pages:
-        return [], []
-    warnings: list[ParseWarning] = []
+    """Tables of one text-layer page: drawn grids first, then aligned columns among the
+    words outside them. The text layer (``parsers.pdf.textlayer``) runs it on each page
+    as docling reads it, with that page's borders (``page_rules``), so no page's words
+    are kept for it."""
     try:
-        rules = page_rules(path, pages)
-    except Exception as exc:  # graphics are a hint; text-only tables still work
-        rules = {}
-        warnings.append(ParseWarning("pdf-tables", f"table borders: {exc}"))
-    tables: list[Table] = []
-    for page_no in sorted(pages):
-        ws = words[page_no]
-        try:
-            found = find_ruled_tables(page_no, ws, rules.get(page_no, []))
-            rest = [w for w in ws if not any(t.contains(w.cx, w.cy) for t in found)]
-            found += find_aligned_tables(page_no, rest)
-        except Exception as exc:  # a table missed is text kept: never lose the document
-            warnings.append(ParseWarning("pdf-tables", f"table detection: {exc!r}", page_no))
-            continue
-        tables += found
-    return tables, warnings
+        found = find_ruled_tables(page_no, words, rules)
+        rest = [w for w in words if not any(t.contains(w.cx, w.cy) for t in found)]
+        found += find_aligned_tables(page_no, rest)
+    except Exception as exc:  # a table missed is text kept: never lose the document
+        return [], [ParseWarning("pdf-tables", f"table detection: {exc!r}", page_no)]
+    return found, []

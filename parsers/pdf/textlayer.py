@@ -5,7 +5,10 @@ lines and words in content-stream order, with boxes and font names but no
 structure. Here each word is given to the line whose box holds it, a line gets
 its typography (glyph height, share of bold letters, main face, a drawn bullet),
 fonts docling-parse could only name by resource key are named through pdfium,
-and the pieces of one visual line are joined in reading order.
+and the pieces of one visual line are joined in reading order. Tables are found
+in each page's words (``parsers.pdf.tables``) as the page is read: the words of a
+page are dropped once its lines and tables are made, so memory does not grow with
+the page count by ~560 words a page.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import itertools
 import sys
 import unicodedata
 import weakref
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -29,9 +33,9 @@ from parsers.pdf.primitives import (
     is_bold_face,
     is_rtl,
     is_symbol_face,
-    iter_pages,
     walk_objects,
 )
+from parsers.pdf.tables import Rule, Table, page_rules, page_tables
 
 # docling-parse's PdfCellRenderingMode values for text drawn filled, then stroked
 # (with or without clipping).
@@ -39,20 +43,49 @@ _FILL_THEN_STROKE = (2, 6)
 
 
 @dataclass(slots=True)
+class PageTables:
+    """The tables found in one page's words as it was read, or why none could be."""
+
+    tables: list[Table]
+    warnings: list[ParseWarning]
+
+
+@dataclass(slots=True)
 class TextLayer:
     lines: list[Line]
     sizes: dict[int, tuple[float, float]]
     warnings: list[ParseWarning]
-    words: dict[int, list[Word]] = field(default_factory=dict)
+    # Pages with words: their tables (the words themselves are not kept).
+    tables: dict[int, PageTables] = field(default_factory=dict)
+    # pdfium could not read a page's vector graphics (the first failure): tables
+    # were then found without that page's borders.
+    borders_error: str | None = None
     # 1-based pages whose text layer docling could not read (the others parsed).
     failed_pages: list[int] = field(default_factory=list)
     # docling reported a partial conversion that no page list explains.
     partial: bool = False
     page_count: int = 0
 
+    def tables_except(self, skip: Collection[int]) -> tuple[list[Table], list[ParseWarning]]:
+        """Tables of the pages with words but those in ``skip`` (pages whose text OCR
+        replaced), in page order, with the warnings of their detection."""
+        skipped = set(skip)
+        chosen = sorted(p for p in self.tables if p not in skipped)
+        if not chosen:
+            return [], []
+        warnings: list[ParseWarning] = []
+        if self.borders_error is not None:
+            warnings.append(ParseWarning("pdf-tables", f"table borders: {self.borders_error}"))
+        tables: list[Table] = []
+        for p in chosen:
+            tables += self.tables[p].tables
+            warnings += self.tables[p].warnings
+        return tables, warnings
 
-def _resolve_fonts(path: Path, words: dict[int, list[Word]], keys: dict[int, set[str]]) -> None:
-    """Replace resource keys ('/F3') by base font names ('Helvetica-Bold') in place.
+
+def _resolve_fonts(page: Any, words: list[Word], keys: set[str]) -> list[Word]:
+    """The page's words with resource keys ('/F3') replaced by base font names
+    ('Helvetica-Bold').
 
     docling-parse names a font by its resource key when the font is not embedded
     (the 14 standard fonts, typically); pdfium reads the BaseFont. Each word takes
@@ -62,31 +95,28 @@ def _resolve_fonts(path: Path, words: dict[int, list[Word]], keys: dict[int, set
 
     import pypdfium2.raw as pdfium_c
 
-    for page_no, page in iter_pages(path, keys):
-        height = page.get_height()
-        spans: list[tuple[float, float, float, float, str]] = []
-        for obj, _kind, (left, bottom, right, top) in walk_objects(
-            page, {pdfium_c.FPDF_PAGEOBJ_TEXT}
-        ):
-            font = pdfium_c.FPDFTextObj_GetFont(obj)
-            if not font:
-                continue
-            buf = ctypes.create_string_buffer(256)
-            n = pdfium_c.FPDFFont_GetBaseFontName(font, buf, 256)
-            name = buf.value.decode("latin-1") if n else ""
-            if name:
-                spans.append((left, height - top, right, height - bottom, name))
-        if not spans:
+    height = page.get_height()
+    spans: list[tuple[float, float, float, float, str]] = []
+    for obj, _kind, (left, bottom, right, top) in walk_objects(page, {pdfium_c.FPDF_PAGEOBJ_TEXT}):
+        font = pdfium_c.FPDFTextObj_GetFont(obj)
+        if not font:
             continue
-        out: list[Word] = []
-        for w in words.get(page_no, []):
-            if w.font in keys[page_no]:
-                for sl, st, sr, sb, name in spans:
-                    if sl - 0.5 <= w.cx <= sr + 0.5 and st - 0.5 <= w.cy <= sb + 0.5:
-                        w = replace(w, font=name)
-                        break
-            out.append(w)
-        words[page_no] = out
+        buf = ctypes.create_string_buffer(256)
+        n = pdfium_c.FPDFFont_GetBaseFontName(font, buf, 256)
+        name = buf.value.decode("latin-1") if n else ""
+        if name:
+            spans.append((left, height - top, right, height - bottom, name))
+    if not spans:
+        return words
+    out: list[Word] = []
+    for w in words:
+        if w.font in keys:
+            for sl, st, sr, sb, name in spans:
+                if sl - 0.5 <= w.cx <= sr + 0.5 and st - 0.5 <= w.cy <= sb + 0.5:
+                    w = replace(w, font=name)
+                    break
+        out.append(w)
+    return out
 
 
 def _close_false_spaces(text: str, words: list[Word]) -> str:
@@ -314,15 +344,155 @@ def _page_cells(parsed: Any, page_h: float) -> _PageCells:
     return _PageCells(words, lines, unresolved)
 
 
-# The pages ``_compact_pipeline`` read, by id() of their ConversionResult (removed when
-# that result is collected, or taken by ``native_content``).
-_READ: dict[int, dict[int, _PageCells]] = {}
+def _page_lines(
+    page_no: int, page_lines: list[tuple[str, tuple[float, float, float, float]]], words: list[Word]
+) -> list[Line]:
+    """One page's text lines with their words' typography, pieces of a row joined."""
+    # Each word belongs to the line whose box holds its centre (bucketed by y).
+    buckets: dict[int, list[int]] = {}
+    for k, (_text, (_l, t_, _r, b_)) in enumerate(page_lines):
+        for y in range(int(t_ // 8), int(b_ // 8) + 1):
+            buckets.setdefault(y, []).append(k)
+    owned: list[list[Word]] = [[] for _ in page_lines]
+    for w in words:
+        best = None
+        for k in buckets.get(int(w.cy // 8), []):
+            text, (l_, t_, r_, b_) = page_lines[k]
+            if l_ - 0.5 <= w.cx <= r_ + 0.5 and t_ - 0.5 <= w.cy <= b_ + 0.5:
+                area = (r_ - l_) * (b_ - t_)
+                score = (w.text.strip() not in text, area)
+                if best is None or score < best[0]:
+                    best = (score, k)
+        if best is not None:
+            owned[best[1]].append(w)
+    built = [
+        _line_from_words(page_no, _close_false_spaces(text, owned[k]), box, owned[k])
+        for k, (text, box) in enumerate(page_lines)
+    ]
+    return _merge_row_fragments(built)
+
+
+@dataclass(slots=True)
+class _Page:
+    """What is kept of one page docling read: its lines, and its tables when it has
+    words (None: no words). Its words are not kept."""
+
+    lines: list[Line]
+    tables: PageTables | None
+
+
+# pdfium keeps the objects it parsed (fonts, content streams) until the document is
+# closed; it is opened again after this many pages.
+_PDFIUM_PAGES = 64
+
+
+class _PageReader:
+    """One conversion's pages, each turned into its lines and tables as docling reads
+    it (``_compact_pipeline``), with pdfium (font names, table borders) on the same
+    page; the words are dropped then. Every page needs its words only while it is read,
+    so the peak does not grow with the page count (a 1,000-page PDF kept ~170 MiB of
+    words for table detection at its last page: docs/benchmarks.md, "A 1,000-page PDF").
+
+    A pdfium failure costs the font names or the borders of the page it happened on
+    (when each was one pass over the whole document, it cost the pages after it, or all
+    pages); the first of each kind is reported once, as then. Any other error is raised
+    by ``native_content`` after the conversion, not left to docling."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.pages: dict[int, _Page] = {}
+        self.font_error: str | None = None
+        self.borders_error: str | None = None
+        self.error: Exception | None = None
+        self._pdf: Any = None
+        self._pdf_error: Exception | None = None
+        self._opened = 0  # pages read since the document was opened
+
+    def _document(self) -> Any:
+        """The PDF opened with pdfium once for all pages (a failure is kept)."""
+        if self._pdf_error is not None:
+            raise self._pdf_error
+        if self._pdf is None:
+            import pypdfium2 as pdfium
+
+            try:
+                self._pdf = pdfium.PdfDocument(self.path)
+            except Exception as exc:
+                self._pdf_error = exc
+                raise
+        return self._pdf
+
+    def close(self) -> None:
+        if self._pdf is not None:
+            self._pdf.close()
+            self._pdf = None
+            self._opened = 0
+
+    def read(self, page_no: int, parsed: Any, page_h: float) -> None:
+        """Keep the lines and tables of docling's parsed page (a SegmentedPdfPage)."""
+        try:
+            cells = _page_cells(parsed, page_h)
+            words, rules = self._with_pdfium(page_no, cells.words, cells.unresolved)
+            lines = _page_lines(page_no, cells.lines, words)
+            tables = PageTables(*page_tables(page_no, words, rules)) if words else None
+        except Exception as exc:  # raised by native_content: docling would hide it
+            if self.error is None:
+                self.error = exc
+            return
+        self.pages[page_no] = _Page(lines, tables)
+
+    def _with_pdfium(
+        self, page_no: int, words: list[Word], unresolved: set[str]
+    ) -> tuple[list[Word], list[Rule]]:
+        """The words with their fonts named (the faces in ``unresolved``) and the
+        page's table borders, read with pdfium; a page without words needs neither."""
+        if not words:
+            return words, []
+        try:
+            pdf = self._document()
+            if not 1 <= page_no <= len(pdf):
+                return words, []
+            page = pdf[page_no - 1]
+        except Exception as exc:
+            if unresolved:
+                self.font_error = self.font_error or str(exc)
+            self.borders_error = self.borders_error or str(exc)
+            return words, []
+        self._opened += 1
+        rules: list[Rule] = []
+        try:
+            if unresolved:
+                try:
+                    words = _resolve_fonts(page, words, unresolved)
+                except Exception as exc:  # typography is a hint; the text stands without it
+                    self.font_error = self.font_error or str(exc)
+            try:
+                rules = page_rules(page)
+            except Exception as exc:  # graphics are a hint; text-only tables still work
+                self.borders_error = self.borders_error or str(exc)
+        finally:
+            page.close()
+            if self._opened >= _PDFIUM_PAGES:
+                self.close()  # pdfium keeps what it parsed of every page until then
+        return words, rules
+
+
+# The pages ``_compact_pipeline`` is reading, by id() of their ConversionResult (removed
+# when that result is collected, or taken by ``native_content``).
+_READ: dict[int, _PageReader] = {}
+
+
+def _discard(key: int) -> None:
+    reader = _READ.pop(key, None)
+    if reader is not None:
+        reader.close()
 
 
 @functools.lru_cache(maxsize=1)
 def _compact_pipeline() -> type:
-    """docling's NativePdfPipeline, keeping each page's text layer as ``_PageCells``
-    (in ``_READ``) and dropping docling's parsed page as soon as it is read.
+    """docling's NativePdfPipeline, turning each page into our lines and tables
+    (``_PageReader``, in ``_READ``) and dropping docling's parsed page as soon as it
+    is read.
 
     docling keeps every page's SegmentedPdfPage (word and line cells, each a pydantic
     model with a rectangle of eight floats) and a text item per line in the result
@@ -339,10 +509,10 @@ def _compact_pipeline() -> type:
                 return page
             key = id(conv_res)
             if key not in _READ:
-                _READ[key] = {}
-                weakref.finalize(conv_res, _READ.pop, key, None)
+                _READ[key] = _PageReader(Path(conv_res.input.file))
+                weakref.finalize(conv_res, _discard, key)
             height = page.size.height if page.size is not None else 0.0
-            _READ[key][page.page_no] = _page_cells(page.parsed_page, height)
+            _READ[key].read(page.page_no, page.parsed_page, height)
             page.parsed_page = None
             return page
 
@@ -378,30 +548,26 @@ def native_converter(compact: bool = False) -> Any:
 
 
 def native_content(path: Path) -> TextLayer:
-    """Text layer (lines with typography, and words) of every page, via docling's
-    model-free NativePdfPipeline, page by page (``_compact_pipeline``). Raises
-    ParseError when docling cannot read the file."""
+    """Text layer (lines with typography) of every page, and the tables in each page's
+    words, via docling's model-free NativePdfPipeline, page by page
+    (``_compact_pipeline``). Raises ParseError when docling cannot read the file."""
     from parsers.docling_backend import conversion_result
 
     result = native_converter(compact=True).convert(path, raises_on_error=False)
-    parsed = _READ.pop(id(result), {})
+    reader = _READ.pop(id(result), None)
+    if reader is not None:
+        reader.close()
+        if reader.error is not None:
+            raise reader.error
+    parsed = reader.pages if reader is not None else {}
     converted = conversion_result(result, "pdf-offline")
     warnings = converted.warnings
     doc = converted.doc
     sizes = {no: (p.size.width, p.size.height) for no, p in doc.pages.items()}
     page_count, partial_result = converted.page_count, converted.partial
     del result, converted  # docling's pages: what is left of them is not needed
-    words = {page_no: cells.words for page_no, cells in parsed.items()}
-    raw_lines = {page_no: cells.lines for page_no, cells in parsed.items()}
-    # Fonts docling-parse could only name by their resource key ("/F3").
-    unresolved = {
-        page_no: cells.unresolved for page_no, cells in parsed.items() if cells.unresolved
-    }
-    if unresolved:
-        try:
-            _resolve_fonts(path, words, unresolved)
-        except Exception as exc:  # typography is a hint; the text stands without it
-            warnings.append(ParseWarning("pdf", f"font names: {exc}"))
+    if reader is not None and reader.font_error is not None:
+        warnings.append(ParseWarning("pdf", f"font names: {reader.font_error}"))
 
     failed: list[int] = []
     partial = False
@@ -413,30 +579,8 @@ def native_content(path: Path) -> TextLayer:
         warnings.append(ParseWarning("pdf", "partial conversion without per-page results"))
     lines: list[Line] = []
     if parsed:
-        for page_no in sorted(raw_lines):
-            page_lines = raw_lines[page_no]
-            # Each word belongs to the line whose box holds its centre (bucketed by y).
-            buckets: dict[int, list[int]] = {}
-            for k, (_text, (_l, t_, _r, b_)) in enumerate(page_lines):
-                for y in range(int(t_ // 8), int(b_ // 8) + 1):
-                    buckets.setdefault(y, []).append(k)
-            owned: list[list[Word]] = [[] for _ in page_lines]
-            for w in words.get(page_no, []):
-                best = None
-                for k in buckets.get(int(w.cy // 8), []):
-                    text, (l_, t_, r_, b_) = page_lines[k]
-                    if l_ - 0.5 <= w.cx <= r_ + 0.5 and t_ - 0.5 <= w.cy <= b_ + 0.5:
-                        area = (r_ - l_) * (b_ - t_)
-                        score = (w.text.strip() not in text, area)
-                        if best is None or score < best[0]:
-                            best = (score, k)
-                if best is not None:
-                    owned[best[1]].append(w)
-            built = [
-                _line_from_words(page_no, _close_false_spaces(text, owned[k]), box, owned[k])
-                for k, (text, box) in enumerate(page_lines)
-            ]
-            lines += _merge_row_fragments(built)
+        for page_no in sorted(parsed):
+            lines += parsed[page_no].lines
     else:  # no parsed pages kept: fall back to the document's text items
         for item, _level in doc.iterate_items():
             text = getattr(item, "text", "")
@@ -447,4 +591,6 @@ def native_content(path: Path) -> TextLayer:
             page_h = sizes.get(prov.page_no, (0.0, 0.0))[1]
             lines.append(Line(prov.page_no, fold_radicals(text), *_top_left(prov.bbox, page_h)))
     page_count = max([len(sizes), *failed, *sizes], default=0)
-    return TextLayer(lines, sizes, warnings, words, failed, partial, page_count)
+    tables = {p: page.tables for p, page in parsed.items() if page.tables is not None}
+    borders_error = reader.borders_error if reader is not None else None
+    return TextLayer(lines, sizes, warnings, tables, borders_error, failed, partial, page_count)
