@@ -189,8 +189,9 @@ FORMATS: tuple[FormatSpec, ...] = (
         DOCLING,
         "Excel (Strict OOXML converted by LibreOffice first)",
         fallback=UNSTRUCTURED,
-        # 2: cells as formatted (3%, 6:15 AM, $1,599.99); 3: comments, text boxes, chart titles
-        version="3",
+        # 2: cells as formatted (3%, 6:15 AM, $1,599.99); 3: comments, text boxes, chart titles;
+        # 4: the stored number after a shown text that hides it (3% (0.025))
+        version="4",
         binary=True,
         container="zip",
         main_part="xl/",
@@ -229,7 +230,7 @@ FORMATS: tuple[FormatSpec, ...] = (
         "Excel 97-2003 and 2.x-4.x (BIFF)",
         "LibreOffice",
         _LO,
-        version="3",  # as xlsx 3
+        version="4",  # as xlsx 4
         binary=True,
         options=_options(docling="XLS", docling_backend=_CELLS),
     ),

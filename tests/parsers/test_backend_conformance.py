@@ -79,8 +79,8 @@ _BEFORE = {
     "tsv": "a58eaa54354b5458",
     "txt": "b343b512242fe6a2",
     "vtt": "30d9ca4817a3360c",
-    "xls": "32dd779ff90f03ff",
-    "xlsx": "ba07a9d925ef2452",
+    "xls": "43d37b9528849820",
+    "xlsx": "bb880e4b841e7bd3",
     "xml": "17f572e1bddcdb07",
     "yaml": "0647cf2b013502a5",
 }
@@ -93,6 +93,9 @@ _BEFORE_PDF_OFFLINE_NO_OCR = "051e83cfde3700b0"
 # and rtf are format version 3, pptx and ppt version 2. They were docx "2797dd42a8191db4",
 # doc "440b23a4a4882d23", rtf "419a6a7e0ad05749", pptx "c52430583ec26ac0" and ppt
 # "22ab044ea13ae670".
+# Moved on purpose by issue #32 (the stored number kept after a shown text that hides it,
+# "3% (0.025)"): xlsx and xls format version 4. They were xlsx "ba07a9d925ef2452" and xls
+# "32dd779ff90f03ff".
 
 
 def test_parser_fingerprints_did_not_move() -> None:

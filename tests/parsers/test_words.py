@@ -211,7 +211,8 @@ def test_xlsx_cells_read_as_formatted(tmp_path: Path) -> None:
         for line in doc.markdown.splitlines()
         if line.startswith("|") and "---" not in line
     }
-    assert cells["Share"] == "3%"
+    # 3% does not say 0.025: the stored number is kept after the shown text.
+    assert cells["Share"] == "3% (0.025)"
     assert cells["Growth"] == "12.34%"
     assert cells["Start"] == "6:15 AM"
     assert cells["Shift end"] == "18:15"
@@ -247,6 +248,31 @@ def test_excel_cell_text(value: object, fmt: str, shown: str) -> None:
     from parsers.tables import excel_cell_text
 
     assert excel_cell_text(value, fmt) == shown
+
+
+@pytest.mark.parametrize(
+    ("value", "fmt", "text"),
+    [
+        (0.025, "0%", "3% (0.025)"),  # rounded: the stored number follows
+        (1599.99, "#,##0", "1,600 (1599.99)"),
+        (1500000, '#,##0,,"M"', "2M (1500000)"),
+        (198356388, "0.00E+00", "1.98E+08 (198356388)"),
+        (0.1234, "0.00%", "12.34%"),  # says the number: as shown
+        (-1599.99, '"$"#,##0.00_);[Red]\\("$"#,##0.00\\)', "($1,599.99)"),
+        (-0.5, "0%", "-50%"),
+        (7, "000", "007"),
+        (0.1 + 0.2, "General", "0.3"),
+        (0, '0;(0);"zero"', "zero"),  # no number shown: as shown
+        (39219, "yyyy", "2007"),  # a date's serial number is not a figure to quote
+        (True, "General", "TRUE"),
+    ],
+)
+def test_excel_cells_keep_the_raw_number_the_shown_text_hides(
+    value: object, fmt: str, text: str
+) -> None:
+    from parsers.xlsx_cells import shown_with_raw
+
+    assert shown_with_raw(value, fmt) == text
 
 
 # --------------------------------------------------------------------------- #
