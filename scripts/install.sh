@@ -4,6 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+# llama.cpp (the llmtest extra) is compiled for any x86-64, not this CPU: a native build
+# (GGML_NATIVE, the default) crashed with a general protection fault in libggml-cpu on a VM
+# that reports AMX, and pip's wheel cache would hand that build to every later install.
+export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}"
 # System packages (LibreOffice headless for legacy Office files), where possible.
 scripts/system_deps.sh
 if [ ! -x .venv/bin/python ]; then
