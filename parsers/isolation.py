@@ -40,7 +40,7 @@ import signal
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, cast
@@ -290,18 +290,25 @@ class _Worker:
 _spares_lock = threading.Lock()
 _spares: list[tuple[tuple[Any, ...], float, _Worker]] = []  # (key, expiry, worker)
 _keep_warm_s = 0.0
+_volatile_env: frozenset[str] = frozenset()
 _MAX_SPARES = 2  # each holds docling's imports (~0.3-0.7 GiB)
 
 
-def keep_warm(seconds: float) -> float:
+def keep_warm(seconds: float, ignore_env: Iterable[str] | None = None) -> float:
     """Keep the children of a closed pool for ``seconds`` (0: off, the default) for the
     next pool of this process whose settings, target, environment and working directory
     are the same; at most two are kept, the oldest stopped first. Spares are stopped when
     switched off, when found expired (at a pool's start or close) and at exit. Returns
-    the previous value."""
-    global _keep_warm_s
+    the previous value.
+
+    ``ignore_env``: environment variables that change between pools but not what a child
+    does (pytest sets ``PYTEST_CURRENT_TEST`` per test: counted, it made every test's pool
+    spawn a new child); ``None`` keeps the names given before."""
+    global _keep_warm_s, _volatile_env
     with _spares_lock:
         previous, _keep_warm_s = _keep_warm_s, max(0.0, float(seconds))
+        if ignore_env is not None:
+            _volatile_env = frozenset(ignore_env)
         stale = _drop_spares(lambda key, expiry: _keep_warm_s == 0 or expiry < time.monotonic())
     for worker in stale:
         worker.stop()
@@ -406,7 +413,7 @@ class ParserPool:
             self.warm_up,
             os.getcwd(),
             tempfile.gettempdir(),
-            tuple(sorted(os.environ.items())),
+            tuple(sorted((k, v) for k, v in os.environ.items() if k not in _volatile_env)),
         )
 
     def _new_worker(self) -> _Worker:

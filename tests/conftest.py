@@ -71,10 +71,11 @@ def tiny_bgem3(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def warm_parsers() -> Iterator[None]:
     """The suite's refreshes hand their parser child to the next pool of this process with
     the same settings and environment (``parsers.isolation.keep_warm``) instead of spawning
-    one that imports docling again (~6 s of CPU per refresh that parses)."""
+    one that imports docling again (~6 s of CPU per refresh that parses). pytest's own
+    per-test variable is left out of the comparison, or no test would find a spare."""
     from parsers import isolation
 
-    isolation.keep_warm(300)
+    isolation.keep_warm(300, ignore_env={"PYTEST_CURRENT_TEST"})
     yield
     isolation.keep_warm(0)
 
