@@ -419,6 +419,7 @@ FORMATS: tuple[FormatSpec, ...] = (
         UNSTRUCTURED,
         "Outlook e-mail",
         binary=True,
+        version="2",  # RFC 2047 sender, recipient, subject and attachment names decoded
         options=_options(unstructured="msg"),
     ),
     FormatSpec(

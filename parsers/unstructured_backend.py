@@ -290,6 +290,20 @@ def _eml_headers(path: Path) -> dict[str, Any]:
     }
 
 
+def _decoded(value: str | None) -> str:
+    """A header value with its RFC 2047 encoded words decoded: Outlook keeps a sender
+    such as ``=?UTF-8?B?TS4gQy4gS3VydHVsdcWf?= <a@b>`` as it came in."""
+    text = value or ""
+    if "=?" not in text:
+        return text
+    from email.header import decode_header, make_header
+
+    try:
+        return str(make_header(decode_header(text)))
+    except (LookupError, UnicodeDecodeError, ValueError):  # an unknown or broken charset
+        return text
+
+
 def _msg_headers(path: Path) -> dict[str, Any]:
     from oxmsg import Message
 
@@ -297,11 +311,10 @@ def _msg_headers(path: Path) -> dict[str, Any]:
     to: list[str] = []
     cc: list[str] = []
     for recipient in msg.recipients:
-        label = (
-            f"{recipient.name} <{recipient.email_address}>"
-            if recipient.name
-            else recipient.email_address
-        )
+        name, address = _decoded(recipient.name), recipient.email_address or ""
+        label = f"{name} <{address}>" if name and address and name != address else address or name
+        if not label:  # Outlook keeps empty recipient entries
+            continue
         # PR_RECIPIENT_TYPE (0x0C15): 1 = To, 2 = Cc, 3 = Bcc.
         kind = recipient.properties.int_prop_value(0x0C15)
         if kind == 2:
@@ -309,17 +322,17 @@ def _msg_headers(path: Path) -> dict[str, Any]:
         elif kind != 3:
             to.append(label)
     return {
-        "from": [msg.sender] if msg.sender else [],
+        "from": [_decoded(msg.sender)] if msg.sender else [],
         "to": to,
         "cc": cc,
-        "subject": msg.subject or "",
+        "subject": _decoded(msg.subject),
         "date": msg.sent_date.isoformat() if msg.sent_date else "",
         "message_id": next(
             (v for k, v in msg.message_headers.items() if k.lower() == "message-id"), ""
         ),
         "attachments": [
             {
-                "filename": a.file_name or "",
+                "filename": _decoded(a.file_name),
                 "content_type": a.mime_type or "",
                 "size": int(a.size or 0),
             }

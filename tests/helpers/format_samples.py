@@ -36,6 +36,7 @@ _SHIPPED = {
     "odp": SHARED / "odf" / "odf_presentation_01.odp",
     "epub": SHARED / "epub" / "epub_purvis_poetry.epub",
     "image": SHARED / "webp" / "webp-test.webp",
+    "msg": REPO / "tests" / "data" / "markitdown" / "test_outlook_msg.msg",
 }
 
 _WRITTEN = {
@@ -73,7 +74,7 @@ def _heic(tmp_path: Path) -> Path | None:
 
 
 def sample_file(spec: FormatSpec, tmp_path: Path) -> Path | None:
-    """A real file of ``spec``'s format, or None when this machine has none (msg)."""
+    """A real file of ``spec``'s format, or None when this machine has none."""
     if spec.fmt == "heic":
         return _heic(tmp_path)
     if spec.fmt in _WRITTEN:

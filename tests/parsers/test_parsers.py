@@ -262,3 +262,18 @@ def test_yaml_sidecar_is_read_and_not_listed(tmp_path: Path) -> None:
     before = source.content_hash(f)
     (tmp_path / "memo.md.meta.yaml").write_text("acl: [finance, board]\n")
     assert source.content_hash(next(iter(source.list()))) != before  # metadata is part of it
+
+
+def test_outlook_msg_headers_are_decoded() -> None:
+    """A real Outlook .msg (markitdown's test file): Outlook keeps the sender as it came in,
+    an RFC 2047 encoded word; the document shows the decoded name, the subject as its
+    title and the body, and no empty recipient entries."""
+    doc = parse_file(
+        Path(__file__).resolve().parents[1] / "data" / "markitdown" / "test_outlook_msg.msg"
+    )
+    assert doc.format == "msg"
+    assert "M. C. Kurtuluş (muratcan.kurtulus@gmail.com)" in doc.markdown
+    assert "=?UTF-8?" not in doc.markdown
+    assert doc.markdown.lstrip().startswith("# Test Email Message")
+    assert "This is the body of the test email message" in doc.markdown
+    assert "To: test.recipient@example.com\n" in doc.markdown + "\n"  # no empty recipients
