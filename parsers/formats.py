@@ -372,6 +372,14 @@ FORMATS: tuple[FormatSpec, ...] = (
         options=_options(reader="json"),
     ),
     FormatSpec(
+        "ipynb",
+        (".ipynb",),
+        TEXT,
+        "Jupyter notebook (Markdown cells, code cells and their text outputs)",
+        text=True,
+        options=_options(reader="notebook"),
+    ),
+    FormatSpec(
         "ndjson",
         (".ndjson", ".jsonl"),
         TEXT,

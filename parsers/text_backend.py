@@ -7,6 +7,9 @@
 - JSON, NDJSON/JSON lines, YAML: nested keys become headings, scalar fields
   ``key: value`` items, a list of flat records a table (so it is linearised
   row by row like any other table).
+- Jupyter notebooks: Markdown cells as they are, code cells as fenced blocks in the
+  kernel's language, their text outputs (streams, results; Markdown when a cell
+  produced it) as blocks after them; images and HTML that has a text form are left out.
 - XML: elements with children become headings (tag, plus an id/name/title
   attribute), leaf elements ``tag: text`` items. Parsed with entity expansion,
   DTD loading and network access off.
@@ -58,6 +61,10 @@ def _read_json(text: str, path: Path) -> tuple[str, dict[str, Any], list[str]]:
     return _structured_to_markdown(_load(text, "json"), path.stem), {}, []
 
 
+def _read_notebook(text: str, path: Path) -> tuple[str, dict[str, Any], list[str]]:
+    return notebook_to_markdown(_load(text, "json"), path.stem)
+
+
 def _read_yaml(text: str, path: Path) -> tuple[str, dict[str, Any], list[str]]:
     return _structured_to_markdown(_load(text, "yaml"), path.stem), {}, []
 
@@ -76,6 +83,7 @@ _READERS: dict[str, _Reader] = {
     "rst": _read_rst,
     "org": _read_org,
     "json": _read_json,
+    "notebook": _read_notebook,
     "yaml": _read_yaml,
     "ndjson": _read_ndjson,
     "xml": _read_xml,
@@ -85,8 +93,8 @@ _READERS: dict[str, _Reader] = {
 class TextBackend(TableBackend):
     """Structured text as Markdown for docling's Markdown reader.
 
-    Options: ``reader`` (``markdown``, ``rst``, ``org``, ``json``, ``yaml``, ``ndjson``,
-    ``xml``), ``parser`` (the name the result carries; ``text-<format>`` by default).
+    Options: ``reader`` (``markdown``, ``rst``, ``org``, ``json``, ``notebook``, ``yaml``,
+    ``ndjson``, ``xml``), ``parser`` (the name the result carries; ``text-<format>`` by default).
     """
 
     name = "parsers.text_backend:parse"
@@ -294,6 +302,97 @@ def _json_values(text: str) -> Any:
         except json.JSONDecodeError as exc:
             raise ValueError(f"{first}; as a JSON stream: {exc}") from exc
         values.append(value)
+
+
+# -- Jupyter notebooks ---------------------------------------------------------------
+
+
+def _lines(value: Any) -> str:
+    """A notebook's multi-line string: a list of lines or one string."""
+    if isinstance(value, list):
+        return "".join(str(v) for v in value)
+    return "" if value is None else str(value)
+
+
+def _fence(body: str, info: str = "") -> str:
+    """``body`` as a fenced block whose fence no line of it can close."""
+    longest = max((len(m) for m in re.findall(r"^[ \t]*(`{3,})", body, re.M)), default=2)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{info}\n{body.rstrip()}\n{fence}"
+
+
+def _cell_output(output: dict[str, Any]) -> tuple[str, str]:
+    """(text, kind) of one code-cell output: kind ``markdown`` for a Markdown result,
+    ``text`` otherwise, ``""`` when it has no text form (an image alone)."""
+    kind = output.get("output_type")
+    if kind == "stream":
+        return _lines(output.get("text")), "text"
+    if kind == "error":
+        trace = "\n".join(_lines(line) for line in output.get("traceback") or [])
+        # Tracebacks carry ANSI colour codes.
+        trace = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", trace)
+        return trace or f"{output.get('ename', '')}: {output.get('evalue', '')}", "text"
+    data = output.get("data") or {}
+    if not isinstance(data, dict):
+        return "", ""
+    if not data and output.get("text"):  # nbformat 3 keeps a result's text here
+        return _lines(output.get("text")), "text"
+    if "text/markdown" in data:
+        return _lines(data["text/markdown"]), "markdown"
+    if "text/plain" in data:
+        return _lines(data["text/plain"]), "text"
+    return "", ""
+
+
+def notebook_to_markdown(value: Any, title: str) -> tuple[str, dict[str, Any], list[str]]:
+    """A Jupyter notebook (nbformat 4, or 3 with worksheets) as Markdown; JSON that is not
+    a notebook is rendered as JSON. Returns (Markdown, metadata, warnings)."""
+    if not isinstance(value, dict) or not (
+        isinstance(value.get("cells"), list) or isinstance(value.get("worksheets"), list)
+    ):
+        return _structured_to_markdown(value, title), {}, ["not a Jupyter notebook: read as JSON"]
+    cells = value.get("cells")
+    if cells is None:  # nbformat 3
+        sheets = value.get("worksheets") or []
+        cells = [c for ws in sheets if isinstance(ws, dict) for c in ws.get("cells") or []]
+
+    def mapping(parent: dict[str, Any], key: str) -> dict[str, Any]:
+        found = parent.get(key)
+        return found if isinstance(found, dict) else {}
+
+    meta = mapping(value, "metadata")
+    language = str(
+        mapping(meta, "language_info").get("name")
+        or mapping(meta, "kernelspec").get("language")
+        or ""
+    )
+    out: list[str] = []
+    images = 0
+    for cell in cells:
+        if not isinstance(cell, dict):
+            continue
+        source = _lines(cell.get("source", cell.get("input")))
+        kind = cell.get("cell_type")
+        if kind == "markdown" or kind == "heading":  # v3 heading cells
+            level = int(cell.get("level") or 0)
+            out.append(f"{'#' * min(level, _MAX_LEVEL)} {source}" if level else source)
+        elif kind == "code":
+            if source.strip():
+                out.append(_fence(source, language))
+            for output in cell.get("outputs") or []:
+                if not isinstance(output, dict):
+                    continue
+                text, how = _cell_output(output)
+                if not text.strip():
+                    data = output.get("data") or {}
+                    images += any(str(k).startswith("image/") for k in data)
+                    continue
+                out.append(text if how == "markdown" else _fence(text))
+        elif source.strip():  # raw cells
+            out.append(source)
+    warnings = [f"{images} image output(s) without text left out"] if images else []
+    found: dict[str, Any] = {"notebook_language": language} if language else {}
+    return "\n\n".join(part for part in out if part.strip()) + "\n", found, warnings
 
 
 def _ndjson(text: str) -> tuple[list[Any], list[str]]:

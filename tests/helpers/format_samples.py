@@ -45,6 +45,10 @@ _WRITTEN = {
     "latex": "\\documentclass{article}\n\\begin{document}\n\\section{Calibration}\n"
     "Calibrate the anemometer every six months.\n\\end{document}\n",
     "ndjson": '{"site": "Aalborg", "turbines": 12}\n{"site": "Esbjerg", "turbines": 30}\n',
+    "ipynb": '{"cells": [{"cell_type": "markdown", "metadata": {}, "source": ["# Yaw study"]}, '
+    '{"cell_type": "code", "metadata": {}, "execution_count": 1, "source": ["print(12)"], '
+    '"outputs": [{"output_type": "stream", "name": "stdout", "text": ["12"]}]}], '
+    '"metadata": {}, "nbformat": 4, "nbformat_minor": 5}',
     "xml": "<plant><site id='a1'><name>Aalborg</name><turbines>12</turbines></site></plant>",
     "txt": "Shift notes\n\nThe yaw brake was inspected and greased.\n",
     "eml": "From: Dana <dana@example.com>\nTo: ops@example.com\nSubject: Gearbox\n\n"

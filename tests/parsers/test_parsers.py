@@ -277,3 +277,64 @@ def test_outlook_msg_headers_are_decoded() -> None:
     assert doc.markdown.lstrip().startswith("# Test Email Message")
     assert "This is the body of the test email message" in doc.markdown
     assert "To: test.recipient@example.com\n" in doc.markdown + "\n"  # no empty recipients
+
+
+def test_jupyter_notebook_keeps_markdown_code_and_text_outputs(tmp_path: Path) -> None:
+    """A notebook's Markdown cells, its code and the text its cells printed are indexed;
+    an image output with no text form is left out with a warning, not silently."""
+    import json
+
+    cells = [
+        {
+            "cell_type": "markdown",
+            "metadata": {},
+            "source": ["# Vibration study\n", "\n", "Method"],
+        },
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "execution_count": 1,
+            "source": ["rms = 4.2\n", "print(f'rms {rms} mm/s')"],
+            "outputs": [{"output_type": "stream", "name": "stdout", "text": ["rms 4.2 mm/s\n"]}],
+        },
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "execution_count": 2,
+            "source": "summary()",
+            "outputs": [
+                {
+                    "output_type": "execute_result",
+                    "execution_count": 2,
+                    "metadata": {},
+                    "data": {"text/plain": ["'gearbox bearing wear'"], "text/html": ["<b>x</b>"]},
+                },
+                {"output_type": "display_data", "metadata": {}, "data": {"image/png": "iVBOR"}},
+            ],
+        },
+        {"cell_type": "raw", "metadata": {}, "source": "Reviewed by the reliability team."},
+    ]
+    nb = {
+        "cells": cells,
+        "metadata": {"language_info": {"name": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    path = tmp_path / "study.ipynb"
+    path.write_text(json.dumps(nb), encoding="utf-8")
+    doc = parse_file(path)
+    assert doc.format == "ipynb"
+    for text in (
+        "Vibration study",
+        "print(f'rms {rms} mm/s')",
+        "rms 4.2 mm/s",
+        "gearbox bearing wear",
+        "Reviewed by the reliability team.",
+    ):
+        assert text in doc.markdown, text
+    assert "<b>" not in doc.markdown and "iVBOR" not in doc.markdown
+    assert any("image output" in w.message for w in doc.warnings), doc.warnings
+    # JSON that is not a notebook, under a notebook's name, is still read as JSON.
+    other = tmp_path / "settings.ipynb"
+    other.write_text('{"site": "Esbjerg", "turbines": 30}', encoding="utf-8")
+    assert "Esbjerg" in parse_file(other).markdown
