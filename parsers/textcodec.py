@@ -9,38 +9,10 @@ reading gives text: mostly control characters after decoding.
 
 from __future__ import annotations
 
-import codecs
-
+from common.encodings import SAMPLE, bom_encoding, bomless_wide
 from parsers.errors import Category, ParseError
 
-_BOMS = (
-    (codecs.BOM_UTF32_LE, "utf-32-le"),
-    (codecs.BOM_UTF32_BE, "utf-32-be"),
-    (codecs.BOM_UTF8, "utf-8"),
-    (codecs.BOM_UTF16_LE, "utf-16-le"),
-    (codecs.BOM_UTF16_BE, "utf-16-be"),
-)
-_SAMPLE = 1 << 16
-
-
-def _bomless_wide(raw: bytes) -> str | None:
-    """UTF-16/32 without a BOM: in mostly-ASCII text every 2nd/4th byte is NUL."""
-    sample = raw[: _SAMPLE - (_SAMPLE % 4)]
-    if len(sample) < 4 or b"\x00" not in sample:
-        return None
-    n = len(sample)
-    nul_at = [sum(1 for i in range(k, n, 4) if sample[i] == 0) / (n / 4) for k in range(4)]
-    if min(nul_at[1:4]) > 0.9 and nul_at[0] < 0.5:
-        return "utf-32-le"
-    if min(nul_at[0:3]) > 0.9 and nul_at[3] < 0.5:
-        return "utf-32-be"
-    odd = (nul_at[1] + nul_at[3]) / 2
-    even = (nul_at[0] + nul_at[2]) / 2
-    if odd > 0.6 and even < 0.2:
-        return "utf-16-le"
-    if even > 0.6 and odd < 0.2:
-        return "utf-16-be"
-    return None
+_SAMPLE = SAMPLE
 
 
 def _looks_binary(text: str) -> bool:
@@ -53,10 +25,7 @@ def _looks_binary(text: str) -> bool:
 
 def detect_encoding(raw: bytes) -> str:
     """The encoding ``raw`` is in (a codec name Python knows)."""
-    for bom, name in _BOMS:
-        if raw.startswith(bom):
-            return name
-    wide = _bomless_wide(raw)
+    wide = bom_encoding(raw) or bomless_wide(raw)
     if wide is not None:
         return wide
     try:

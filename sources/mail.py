@@ -75,6 +75,7 @@ from email.message import EmailMessage, Message
 from pathlib import Path, PurePosixPath
 from typing import IO, Any, cast
 
+from common.encodings import as_8bit
 from common.errors import Category, DocumentError, is_storage_full
 from common.settings import SourceSettings
 from common.zipguard import ARCHIVE_EXTENSIONS
@@ -121,7 +122,8 @@ def _crc(data: bytes) -> str:
 
 
 def _parse(data: bytes) -> EmailMessage:
-    return cast(EmailMessage, email.message_from_bytes(data, policy=email.policy.default))
+    """The message in ``data``; one saved as UTF-16/32 is read as the text it holds."""
+    return cast(EmailMessage, email.message_from_bytes(as_8bit(data), policy=email.policy.default))
 
 
 @functools.lru_cache(maxsize=4)
@@ -313,7 +315,7 @@ class _Budget:
 
 
 # Bumped whenever what a message lists changes, so remembered listings are not reused.
-LISTING_VERSION = 1
+LISTING_VERSION = 2  # 2: messages saved as UTF-16/32 are read as text
 
 
 def list_message(path: Path, settings: SourceSettings) -> Listing:

@@ -462,3 +462,38 @@ def test_the_body_keeps_its_8bit_text_and_headers(tmp_path: Path) -> None:
         body = Path(local).read_bytes()
     assert text.encode("gbk") in body and "季度报告".encode() in body
     assert b"attached" not in body
+
+
+def test_messages_saved_as_utf16_are_read_as_messages(tmp_path: Path) -> None:
+    """A message saved as UTF-16 (with a byte-order mark, or without as some Windows tools
+    write it) or with a UTF-8 BOM is a message with its headers, body and attachments:
+    not one body of raw MIME text (unstructured's example-docs hold such files)."""
+    from corpusflow.engine import RefreshEngine
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    pdf = _pdf(tmp_path / "draw.pdf")
+    raw = _message("Yaw files", [("yaw.pdf", pdf, "application/pdf")]).as_bytes()
+    saved = {
+        "le.eml": raw.decode("ascii").encode("utf-16-le"),
+        "bom16.eml": raw.decode("ascii").encode("utf-16"),
+        "be.eml": raw.decode("ascii").encode("utf-16-be"),
+        "bom8.eml": b"\xef\xbb\xbf" + raw,
+    }
+    for name, data in saved.items():
+        (corpus / name).write_bytes(data)
+    listed = _listing(corpus)
+    assert set(listed) == {p for n in saved for p in (n, f"{n}/yaw.pdf")}, sorted(listed)
+    settings = _settings(tmp_path / "db")
+    report = RefreshEngine(str(corpus), settings).refresh()
+    assert (report.new, report.failed) == (8, 0), report.to_dict()
+    ledger = _ledger(tmp_path / "db")
+    chunks = _chunks(tmp_path / "db")
+    for name in saved:
+        assert json.loads(ledger[name]["metadata_json"])["email"]["subject"] == "Yaw files"
+        body = " ".join(c["text"] for c in chunks if c["path"] == name)
+        assert "quarterly files attached" in body, (name, body[:200])
+        assert "MIME-Version" not in body and "Content-Type" not in body, (name, body[:200])
+        assert "4200 newton metres" in " ".join(
+            c["text"] for c in chunks if c["path"] == f"{name}/yaw.pdf"
+        )
