@@ -31,6 +31,48 @@ def chunker_module() -> Any:
 MIN_SEGMENT_TOKENS = 8
 
 
+def top_left_header(item: Any) -> str:
+    """The text of a table's top-left cell when it is a column header, else "".
+
+    docling-core's triplet serializer writes each row as "row key, column = value": the
+    row key is the row's first cell and the columns are named by the header row, so the
+    header of the first column ("Name", "SKU", a spreadsheet's line item that the
+    reader took for a header) appears in no triplet and would be lost to the index. A
+    one-column table comes out as "first value = next value": its header is lost too."""
+    grid = item.data.grid
+    if not grid or not grid[0]:
+        return ""
+    cell = grid[0][0]
+    return str(cell.text or "").strip() if cell.column_header else ""
+
+
+@functools.cache
+def _serializer_provider() -> Any:
+    """docling-core's chunking serializers, its table serializer keeping the top-left
+    header (``top_left_header``): written once before the table's triplets, unless the
+    triplets hold it already."""
+    chunker_module()
+    from docling_core.transforms.chunker import hierarchical_chunker as hc
+    from docling_core.transforms.serializer.common import create_ser_result
+
+    class KeyedTripletTableSerializer(hc.TripletTableSerializer):
+        def serialize(self, *, item: Any, doc_serializer: Any, doc: Any, **kwargs: Any) -> Any:
+            res = super().serialize(item=item, doc_serializer=doc_serializer, doc=doc, **kwargs)
+            key = top_left_header(item)
+            if not key or not res.text or key in res.text:
+                return res
+            return create_ser_result(text=f"{key}. {res.text}", span_source=[res])
+
+    class KeyedDocSerializer(hc.ChunkingDocSerializer):
+        table_serializer: Any = KeyedTripletTableSerializer()
+
+    class KeyedSerializerProvider(hc.ChunkingSerializerProvider):
+        def get_serializer(self, doc: Any) -> Any:
+            return KeyedDocSerializer(doc=doc)
+
+    return KeyedSerializerProvider()
+
+
 @functools.cache
 def _chunker_class() -> type:
     base = chunker_module().HybridChunker
@@ -50,7 +92,9 @@ def _chunker_class() -> type:
 
 def hybrid_chunker(**kwargs: Any) -> Any:
     """docling-core's ``HybridChunker(**kwargs)``, its windows floored at
-    ``MIN_SEGMENT_TOKENS``; pass ``tokenizer=chunker_tokenizer(...)``."""
+    ``MIN_SEGMENT_TOKENS``, its tables keeping their top-left header; pass
+    ``tokenizer=chunker_tokenizer(...)``."""
+    kwargs.setdefault("serializer_provider", _serializer_provider())
     return _chunker_class()(**kwargs)
 
 

@@ -20,7 +20,9 @@ if TYPE_CHECKING:
 #    wrote "| - |" into every piece); language from 3 langdetect trials, not 7.
 # 6: a chunk takes its document's language unless its script or its own function words
 #    say otherwise (tables, headings and names no longer read as German or Dutch).
-CHUNKER_VERSION = "6"
+# 7: a table's top-left header cell, which no "row, column = value" triplet names, is
+#    written once before the table's triplets.
+CHUNKER_VERSION = "7"
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,6 +55,25 @@ def test_table_rows_read_on_their_own(samples_dir: Path, minilm_tokenizer: Any) 
     assert "Nightly cap" in table_chunk.text  # the header travels with the row
 
 
+def test_the_first_columns_header_is_indexed(tmp_path: Path, minilm_tokenizer: Any) -> None:
+    """Each row reads "row key, column = value", so no triplet names the first column's
+    header: it is written once before the rows, or "SKU" and "名前" would be in no chunk."""
+    path = tmp_path / "stock.csv"
+    path.write_text("SKU,Warehouse,Count\nA-100,Aalborg,12\nB-200,Esbjerg,30\n", "utf-8")
+    text = " ".join(c.text for c in _chunks(path, minilm_tokenizer).children)
+    assert text.startswith("SKU. ") and "A-100, Warehouse = Aalborg" in text, text
+    names = tmp_path / "names.csv"
+    names.write_text("名前,年齢,住所\n佐藤太郎,30,東京\n三木英子,25,大阪\n", "utf-8")
+    text = " ".join(c.text for c in _chunks(names, minilm_tokenizer).children)
+    assert "名前" in text and "佐藤太郎, 年齢 = 30" in text, text
+    # docling-core writes a one-column table as "first value = next value", its header
+    # nowhere: the header is written before it too.
+    single = tmp_path / "single.csv"
+    single.write_text("Site\nAalborg\nEsbjerg\n", "utf-8")
+    text = " ".join(c.text for c in _chunks(single, minilm_tokenizer).children)
+    assert text.startswith("Site. ") and "Aalborg" in text and "Esbjerg" in text, text
+
+
 def test_chunk_ids_are_deterministic(samples_dir: Path, minilm_tokenizer: Any) -> None:
     a = _chunks(samples_dir / "travel_policy.docx", minilm_tokenizer)
     b = _chunks(samples_dir / "travel_policy.docx", minilm_tokenizer)
