@@ -70,7 +70,7 @@ from corpusflow.job import Job, Progress
 from corpusflow.model_choice import choose_model
 from corpusflow.parse_chunk import Processed
 from corpusflow.plan import Plan, WorkItem, plan_changes
-from corpusflow.report import RunReport, StageTimer
+from corpusflow.report import ApprovalRecord, Failure, RunReport, StageTimer
 from corpusflow.runtime import release_free_memory
 from corpusflow.writes import record_deletions, record_failures, reuse_active_chunks
 from sources import open_source
@@ -327,12 +327,7 @@ class RefreshEngine:
         report.deleted = len(plan.deleted)
         report.failed = len(self.failures)
         report.failures = [
-            {
-                "path": i.file.rel_path,
-                "category": e.category.value,
-                "message": e.message,
-                "attempts": str(i.attempts + 1),
-            }
+            Failure(i.file.rel_path, e.category.value, e.message, str(i.attempts + 1))
             for i, e in self.failures
         ]
         self.activation.activate_and_index()
@@ -542,13 +537,13 @@ class RefreshEngine:
         asked = time.time()
         decision = self.approve(request)
         self.waited_s = time.time() - asked
-        self.report.approval = {
-            "reasons": list(request.reasons),
-            "answer": decision.answer.value,
-            "by": decision.by,
-            "note": decision.note,
-            "waited_s": round(self.waited_s, 3),
-        }
+        self.report.approval = ApprovalRecord(
+            reasons=list(request.reasons),
+            answer=decision.answer.value,
+            by=decision.by,
+            note=decision.note,
+            waited_s=round(self.waited_s, 3),
+        )
         if decision.answer == Answer.REJECT:
             raise RunRejected(
                 f"run {request.run_id} was not approved ({decision.by or 'rejected'}"

@@ -63,6 +63,37 @@ class CheckResult:
         return cls(**{k: v for k, v in data.items() if k in known})
 
 
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """A document this run failed (``RunReport.failures``): its source-relative path, the
+    error's category and message, and which attempt this was (``"1"`` the first; a string,
+    as in the artifact's table)."""
+
+    path: str
+    category: str
+    message: str
+    attempts: str
+
+    def to_dict(self) -> dict[str, str]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRecord:
+    """The answer a run was given when it asked for approval (``RunReport.approval``,
+    corpusflow.approval): why it asked, the answer (``approve``, ``trim``, ``reject``),
+    who gave it with their note, and the seconds the run waited for it."""
+
+    reasons: list[str]
+    answer: str
+    by: str
+    note: str
+    waited_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 @dataclass(slots=True)
 class RunReport:
     run_id: str
@@ -105,18 +136,19 @@ class RunReport:
     stop_reason: str = ""
     left: int = 0
     llm_tokens: int = 0  # LLM tokens spent on contextual prefixes (chunk.contextual='llm')
-    failures: list[dict[str, str]] = field(default_factory=list)
+    failures: list[Failure] = field(default_factory=list)
     # The retrieval check (before/after figures, changed questions, whether it undid
     # the run); None when no question set is configured ({} in ``to_dict``).
     check: CheckResult | None = None
     held_documents: list[dict[str, Any]] = field(default_factory=list)  # Hold.row of each
-    # The approval this run asked for (corpusflow.approval): reasons, answer, by, note;
-    # empty when it asked nothing.
-    approval: dict[str, Any] = field(default_factory=dict)
+    # The approval this run asked for (corpusflow.approval); None when it asked nothing
+    # ({} in ``to_dict``).
+    approval: ApprovalRecord | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["check"] = self.check.to_dict() if self.check is not None else {}
+        out["approval"] = self.approval.to_dict() if self.approval is not None else {}
         return out
 
 

@@ -255,7 +255,7 @@ def _publish(report: RunReport, settings: Settings) -> None:
     key = artifact_key(report.collection)
     # Every document of the collection failed now (this run's, with their attempts, and
     # earlier runs' that are still failed), also before its first table exists.
-    this_run: dict[str, dict[str, Any]] = {str(f["path"]): f for f in report.failures}
+    this_run: dict[str, dict[str, Any]] = {f.path: f.to_dict() for f in report.failures}
     ledger: list[dict[str, Any]]
     try:
         ledger = failed_documents(settings)
@@ -287,10 +287,10 @@ def _publish(report: RunReport, settings: Settings) -> None:
     # What the run expected to spend (corpusflow.estimate), and the budget that stopped it.
     plan = "".join(f"- {line}\n" for line in _estimate_lines(report))
     stopped = f"**{report.stop_reason}**\n\n" if report.stopped_by else ""
-    if report.approval:  # the answer this run was given (flows.approval)
+    if report.approval is not None:  # the answer this run was given (flows.approval)
         a = report.approval
-        note = f": {a['note']}" if a.get("note") else ""
-        stopped = f"**{a['answer']} by {a['by']}{note}** ({'; '.join(a['reasons'])})\n\n" + stopped
+        note = f": {a.note}" if a.note else ""
+        stopped = f"**{a.answer} by {a.by}{note}** ({'; '.join(a.reasons)})\n\n" + stopped
     create_markdown_artifact(
         key=f"refresh-summary-{key}",
         markdown=(
