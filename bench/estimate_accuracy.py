@@ -251,9 +251,24 @@ def _round(src: Path, settings: Any, load: LoadSampler, label: str) -> dict[str,
     t = time.perf_counter()
     printed = [-1]
 
+    timeline: list[dict[str, Any]] = []
+
     def on_progress(p: WorkProgress) -> None:
         now = time.perf_counter() - t
         trace.append((now, p))
+        # Where the time went so far: the engine's stage totals, and the CPU of this
+        # process and of its reaped children (the parser pool's).
+        cpu = os.times()
+        timeline.append(
+            {
+                "t": round(now, 2),
+                "done": p.done,
+                "stages": {k: round(v, 2) for k, v in engine.timer.totals.items()},
+                "cpu_self": round(cpu.user + cpu.system, 2),
+                "cpu_children": round(cpu.children_user + cpu.children_system, 2),
+                "rss_mb": _rss_mb(),
+            }
+        )
         if int(p.percent // 5) > printed[0] or p.final:
             printed[0] = int(p.percent // 5)
             print(
@@ -301,7 +316,19 @@ def _round(src: Path, settings: Any, load: LoadSampler, label: str) -> dict[str,
         # seconds of work done (of ``total_s``), the ETA; enough to replay an ETA rule.
         "total_s": round(trace[0][1].total_s, 2) if trace else 0.0,
         "trace": [[round(tt, 2), p.done, round(p.done_s, 2), round(p.eta_s, 1)] for tt, p in trace],
+        "timeline": timeline,
     }
+
+
+def _rss_mb() -> float:
+    """This process's resident memory (MiB), from /proc (0 where there is none)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return 0.0
 
 
 def main() -> None:

@@ -332,7 +332,7 @@ class RefreshEngine:
         ]
         self.activation.activate_and_index()
         if plan.work:
-            with timer.time("tidy_caches"):
+            with timer.time("tidy"):
                 store.caches.tidy()
             store.drop(store.name("staging", spec.table_suffix))  # pre-cache checkpoint
         check = report.check
@@ -686,10 +686,14 @@ class RefreshEngine:
             with self.timer.time("release_memory"):
                 release_free_memory()
             if self.commits % TIDY_EVERY_COMMITS == 0:
-                # Each commit adds a fragment to the caches; unindexed fragments are
-                # scanned by every lookup, so a long run compacts and indexes them as it goes.
-                with self.timer.time("tidy_caches"):
-                    self.job.store.caches.tidy()
+                # Each commit adds a fragment to the caches and to the run's chunk, parent
+                # and ledger tables; unindexed fragments are scanned by every lookup and
+                # merge, so a long run indexes and compacts them as it goes.
+                with self.timer.time("tidy"):
+                    store = self.job.store
+                    store.caches.tidy()
+                    store.chunks.tidy(self.job.spec.table_suffix, TIDY_EVERY_COMMITS)
+                    store.ledger.tidy(self.job.fps.table_suffix, TIDY_EVERY_COMMITS)
             return
         self._stop_if_storage_full(result)
         if len(batch) > 1:

@@ -5,7 +5,6 @@ is never stale, only unused (``storage.maintenance`` evicts those)."""
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -28,27 +27,18 @@ class Caches:
 
         Every cached document is its own commit and so its own fragment, and a lookup
         opens every fragment: at 1,000 documents a reindex spent most of its time
-        there. A BTREE index on the key, and compaction once fragmented, fix that.
+        there. A BTREE index on the key, and compaction once fragmented, fix that
+        (``Tables.tidy``; versions older than Lance's default of 7 days are pruned: no
+        reader holds a cache's version).
         """
-        from lancedb.index import BTree
-
         t = self.tables
         done: dict[str, str] = {}
         names = [t.name("parse_cache"), t.name("context_cache"), *t.table_names("embed_cache__")]
         for name in names:
             kind = name.removeprefix(t.collection + "__")
             key = "embed_key" if kind.startswith("embed_cache") else "cache_key"
-            table = t.find(name)
-            if table is None:
-                continue
-            with t.write_lock:
-                if not any(key in idx.columns for idx in table.list_indices()):
-                    table.create_index(key, config=BTree())
-                    done[kind] = "indexed"
-                stats: Any = table.stats()  # a dict at run time, whatever the stub says
-                if stats["fragment_stats"]["num_fragments"] > max_fragments:
-                    table.optimize()  # compaction, and the index takes in the new rows
-                    done[kind] = "compacted"
+            if what := t.tidy(name, max_fragments, key=key, prune=None):
+                done[kind] = what
         return done
 
     def get_parsed(self, sha256: str, parser_fps: Collection[str]) -> tuple[str, str] | None:

@@ -44,12 +44,24 @@ class ChunkTables:
         by side) and the old ones deleted only after, so whichever chunk version a
         reader holds, its parents are in any parent version it reads after it
         (corpusflow.api snapshots). Returns the chunk table version.
+
+        When neither table holds a row of ``doc_ids`` (new documents, the bulk of a
+        first ingest), the rows are appended instead: the same single commit per table,
+        without the merge's join against every row already there, whose cost grows with
+        the table (docs/benchmarks.md, "Storage writes as the tables grow"). The check
+        reads ``doc_id`` only, through its index once ``tidy`` made one.
         """
         schema = chunk_schema(dim)
         parents = self.tables.open_or_create(self.parent_name(suffix), PARENT_SCHEMA)
         chunks = self.tables.open_or_create(self.name(suffix), schema)
         add_missing_columns(chunks, schema)
         scope = sql_in("doc_id", doc_ids)
+        if doc_ids and not chunks.count_rows(scope) and not parents.count_rows(scope):
+            if parent_rows:
+                parents.add(rows_to_table(parent_rows, PARENT_SCHEMA))
+            if chunk_rows:
+                chunks.add(rows_to_table(chunk_rows, schema))
+            return int(chunks.version)
         if parent_rows:
             (
                 parents.merge_insert("parent_id")
@@ -73,6 +85,15 @@ class ChunkTables:
             if parents.count_rows(stale):
                 parents.delete(stale)
         return int(chunks.version)
+
+    def tidy(self, suffix: str, max_fragments: int) -> dict[str, str]:
+        """Index ``doc_id`` and compact the chunk and parent tables of ``suffix`` once
+        fragmented (``Tables.tidy``; no version is removed). What was done, by table."""
+        done = {}
+        for name in (self.name(suffix), self.parent_name(suffix)):
+            if what := self.tables.tidy(name, max_fragments, key="doc_id"):
+                done[name] = what
+        return done
 
     def delete(self, suffix: str, doc_ids: Sequence[str]) -> None:
         if not doc_ids:

@@ -84,6 +84,11 @@ class Ledger:
             .execute(data)
         )
 
+    def tidy(self, suffix: str, max_fragments: int) -> str:
+        """Compact the ledger of ``suffix`` once fragmented (``Tables.tidy``; no version
+        is removed): each batch's upsert adds a fragment and joins against all of them."""
+        return self.tables.tidy(self.name(suffix), max_fragments)
+
     def tombstones(self) -> dict[str, str]:
         """{doc_id: path} of documents forgotten in any ledger of the collection (status
         ``forgotten``): the planner keeps them out while their files are in the source."""

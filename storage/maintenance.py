@@ -8,6 +8,8 @@
   whitespace/punctuation "simple" tokenizer of earlier versions, which left a Chinese
   sentence as one token) is dropped and rebuilt. Measured against n-grams and a second
   n-gram index on the CJK characters in docs/benchmarks.md (bench/fts_tokenizers.py).
+- BTREE index on ``doc_id``: a refresh asks whether a batch's documents have rows
+  (``ChunkTables.replace``) and deletes by document.
 - Vector index only above ``storage.vector_index_min_rows`` rows (below it an
   exact scan is fast and an index costs more to build than it saves):
   IVF_HNSW_SQ up to ``storage.ivf_pq_min_rows``, IVF_PQ beyond (smaller in memory).
@@ -77,7 +79,7 @@ def vector_index_type(rows: int, settings: StorageSettings) -> str | None:
 
 def ensure_indexes(store: Store, table_name: str, settings: StorageSettings) -> dict[str, str]:
     """Create missing indexes, bring existing ones up to date; returns what was done."""
-    from lancedb.index import FTS, HnswSq, IvfPq
+    from lancedb.index import FTS, BTree, HnswSq, IvfPq
 
     table = store.db.open_table(table_name)
     rows = int(table.count_rows())
@@ -94,6 +96,9 @@ def ensure_indexes(store: Store, table_name: str, settings: StorageSettings) -> 
     if fts is None:
         table.create_index("embed_text", config=FTS(**FTS_SETTINGS))
         done.setdefault("embed_text", "created FTS")
+    if "doc_id" not in existing:  # a refresh's "any rows of these documents?" and deletes
+        table.create_index("doc_id", config=BTree())
+        done["doc_id"] = "created BTREE"
     wanted = vector_index_type(rows, settings)
     if wanted and "vector" not in existing:
         dim = table.schema.field("vector").type.list_size

@@ -11,6 +11,10 @@ from typing import Any
 import pyarrow as pa
 
 _IN_BATCH = 500
+# ``Tables.tidy``'s "remove no version": compaction during a run must not take a version
+# a reader or the retrieval check still holds; pruning is maintenance's, by the
+# configured retention (storage.maintenance).
+KEEP_VERSIONS = timedelta(days=36500)
 
 
 def add_missing_columns(table: Any, schema: pa.Schema) -> list[str]:
@@ -140,6 +144,40 @@ class Tables:
             if not token:
                 start = f"{self.collection}__{prefix}"
                 return [n for n in names if n.startswith(start)]
+
+    def tidy(
+        self,
+        name: str,
+        max_fragments: int,
+        key: str | None = None,
+        prune: timedelta | None = KEEP_VERSIONS,
+    ) -> str:
+        """Keep table ``name`` cheap to write and read as commits add fragments: a BTREE
+        index on ``key`` (created once, when the table has rows), and compaction once it
+        has more than ``max_fragments`` fragments (Lance's ``optimize``, which also folds
+        new rows into the table's indexes). Every commit adds a fragment and a write or
+        lookup that cannot use an index opens all of them, so without this a long run
+        pays more for each batch than the one before (docs/benchmarks.md, "Storage
+        writes as the tables grow"). ``prune``: versions older than this are removed too
+        (``KEEP_VERSIONS``, the default, keeps every version: readers and the retrieval
+        check may hold older ones; ``None``, Lance's default of 7 days). Returns what was
+        done: "", "indexed", "compacted" or both."""
+        from lancedb.index import BTree
+
+        table = self.find(name)
+        if table is None:
+            return ""
+        done = []
+        with self.write_lock:
+            indexed = any(key in idx.columns for idx in table.list_indices()) if key else True
+            if key and not indexed and table.count_rows():
+                table.create_index(key, config=BTree())
+                done.append("indexed")
+            stats: Any = table.stats()  # a dict at run time, whatever the stub says
+            if stats["fragment_stats"]["num_fragments"] > max_fragments:
+                table.optimize(cleanup_older_than=prune)
+                done.append("compacted")
+        return " and ".join(done)
 
     def version_of(self, name: str) -> int | None:
         table = self.find(name)

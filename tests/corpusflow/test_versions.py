@@ -123,7 +123,7 @@ def test_indexes_and_maintenance_keep_tagged_versions(small_corpus: Path, tmp_pa
     store = Store(str(db), "default")
     table = store.db.open_table(first["chunk_table"])
     indexed = {c for idx in table.list_indices() for c in idx.columns}
-    assert {"embed_text", "vector"} <= indexed
+    assert {"embed_text", "vector", "doc_id"} <= indexed
     # full-text search works on the contextualised text
     fts = table.search("reimbursed", query_type="fts").limit(3).to_list()
     assert fts and "reimbursed" in fts[0]["embed_text"]
