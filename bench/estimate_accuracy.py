@@ -29,6 +29,7 @@ average sampled every minute during each round (other jobs share the machine).
 from __future__ import annotations
 
 import argparse
+import gc
 import itertools
 import json
 import os
@@ -252,6 +253,15 @@ def _round(src: Path, settings: Any, load: LoadSampler, label: str) -> dict[str,
     printed = [-1]
 
     timeline: list[dict[str, Any]] = []
+    gc_s = [0.0, 0.0]  # seconds in the garbage collector, start of the current collection
+
+    def on_gc(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            gc_s[1] = time.perf_counter()
+        else:
+            gc_s[0] += time.perf_counter() - gc_s[1]
+
+    gc.callbacks.append(on_gc)
 
     def on_progress(p: WorkProgress) -> None:
         now = time.perf_counter() - t
@@ -267,6 +277,8 @@ def _round(src: Path, settings: Any, load: LoadSampler, label: str) -> dict[str,
                 "cpu_self": round(cpu.user + cpu.system, 2),
                 "cpu_children": round(cpu.children_user + cpu.children_system, 2),
                 "rss_mb": _rss_mb(),
+                "gc_s": round(gc_s[0], 3),
+                "gc_objects": len(gc.get_objects()),
             }
         )
         if int(p.percent // 5) > printed[0] or p.final:
@@ -279,7 +291,10 @@ def _round(src: Path, settings: Any, load: LoadSampler, label: str) -> dict[str,
             )
 
     engine.on_progress = on_progress
-    report = engine.refresh(InProcessExecutor())
+    try:
+        report = engine.refresh(InProcessExecutor())
+    finally:
+        gc.callbacks.remove(on_gc)
     wall = time.perf_counter() - t
     loop_end = next((tt for tt, p in trace if p.final), wall)
     formats = report.rates["formats"].values()
