@@ -63,8 +63,17 @@ class CheckResult:
         return cls(**{k: v for k, v in data.items() if k in known})
 
 
+class _Row:
+    """A flat record of the run's report: ``to_dict`` is its JSON there, field for field."""
+
+    __slots__ = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)  # type: ignore[call-overload]
+
+
 @dataclass(frozen=True, slots=True)
-class Failure:
+class Failure(_Row):
     """A document this run failed (``RunReport.failures``): its source-relative path, the
     error's category and message, and which attempt this was (``"1"`` the first; a string,
     as in the artifact's table)."""
@@ -74,12 +83,9 @@ class Failure:
     message: str
     attempts: str
 
-    def to_dict(self) -> dict[str, str]:
-        return asdict(self)
-
 
 @dataclass(frozen=True, slots=True)
-class ApprovalRecord:
+class ApprovalRecord(_Row):
     """The answer a run was given when it asked for approval (``RunReport.approval``,
     corpusflow.approval): why it asked, the answer (``approve``, ``trim``, ``reject``),
     who gave it with their note, and the seconds the run waited for it."""
@@ -89,9 +95,6 @@ class ApprovalRecord:
     by: str
     note: str
     waited_s: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(slots=True)
