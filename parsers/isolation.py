@@ -65,6 +65,7 @@ from parsers.pages import (
     split_range,
     write_bundle_json,
 )
+from parsers.pdf.headings import RangeHeadings
 
 log = logging.getLogger(__name__)
 
@@ -155,7 +156,7 @@ def _child_main(
             else:  # a page job of page isolation (parsers.pages)
                 from parsers.pages import run_task
 
-                conn.send(("ok", run_task(task, Path(path), settings, metadata, parse_file)))
+                conn.send(("ok", *run_task(task, Path(path), settings, metadata, parse_file)))
         except ParseError as exc:
             conn.send(("err", exc.category.value, exc.message))
         except MemoryError:
@@ -515,7 +516,7 @@ class ParserPool:
             for page in retried:
                 task = {"kind": "range", "first": page, "last": page}
                 try:
-                    parsed = self._job(
+                    parsed, _found = self._job(
                         slot, str(path), metadata, task, range_deadline(settings, 1, count)
                     )
                 except ParseError as exc:
@@ -607,11 +608,14 @@ class ParserPool:
         else:
             bad = []
         log.info("%s: parsing %d pages in ranges %s", path.name, count, todo)
+        # What the first range read as the body style, given to the later ones, so that
+        # they judge headings against the same running text (parsers.pdf.headings).
+        known = RangeHeadings()
         while todo:
             first, last = todo.pop(0)
-            task = {"kind": "range", "first": first, "last": last}
+            task = {"kind": "range", "first": first, "last": last, "headings": known.to_dict()}
             try:
-                parsed = self._job(
+                parsed, found = self._job(
                     slot,
                     str(path),
                     metadata,
@@ -630,6 +634,10 @@ class ParserPool:
                 todo[:0] = split_range(first, last)
                 continue
             outcome.parts.append((first, parsed))
+            if found is not None:
+                outcome.headings[first] = found
+                if known.body is None:
+                    known = RangeHeadings(body=found.body)
         for page in sorted(bad):
             self._rescue(slot, path, metadata, page, count, outcome)
         if outcome.missing and settings.repro_dir:
@@ -753,7 +761,12 @@ class ParserPool:
                 if reply[0] == "ok":
                     if task is not None and task["kind"] in ("count", "extract"):
                         return reply[1], worker
-                    return ParsedDocument.from_json(reply[1]), worker
+                    parsed = ParsedDocument.from_json(reply[1])
+                    if task is not None and task["kind"] == "range":
+                        found = reply[2] if len(reply) > 2 and reply[2] else None
+                        headings = RangeHeadings.from_dict(found) if found else None
+                        return (parsed, headings), worker
+                    return parsed, worker
                 raise ParseError(reply[1], reply[2])
             if not worker.alive():
                 return self._crashed(worker)

@@ -11,6 +11,14 @@ as a one-page PDF, a JSON with every backend's error) is written for it when
 ``parse.repro_dir`` is set. ``merge_parts`` joins the ranges' documents in page
 order with the original page numbers.
 
+A PDF longer than ``parse.page_batch`` pages is parsed in ranges from the start, so the
+child's memory does not grow with the page count. The ranges keep the whole document's
+structure: each is parsed with the original's outline and the body style the first
+range found (``parsers.pdf.headings.RangeHeadings``, passed to the PDF parser by
+``parsing_range``); the merge numbers every range's headings from their styles as one
+document's, and joins a list (and a table) that a range boundary split. A paragraph
+over a page break is two paragraphs in the whole document's parse too.
+
 This module has two sides: ``run_task`` runs in the child (it opens the
 untrusted file); the rest runs in the pool's process and never opens the PDF.
 """
@@ -30,6 +38,7 @@ from typing import Any
 from common.settings import ParseSettings
 from parsers.errors import Category, ParseError
 from parsers.models import ParsedDocument, ParseWarning
+from parsers.pdf.headings import RangeHeadings
 
 # Categories that kill (or killed) the child: what page isolation answers.
 KILLED = frozenset({Category.CRASHED, Category.TIMEOUT, Category.OUT_OF_MEMORY})
@@ -64,10 +73,20 @@ def split_range(first: int, last: int, singles_at: int = SINGLES_AT) -> list[tup
 
 
 def batch_ranges(page_count: int, batch: int) -> list[tuple[int, int]]:
-    """``page_count`` pages in ranges of ``batch`` pages (one range when 0)."""
+    """``page_count`` pages in the fewest ranges of at most ``batch`` pages (one range
+    when 0), of even lengths: never a short last range, whose few pages would show too
+    little of the document (running heads repeat on several pages)."""
     if batch <= 0 or page_count <= batch:
         return [(1, max(page_count, 1))]
-    return [(a, min(a + batch - 1, page_count)) for a in range(1, page_count + 1, batch)]
+    n = -(-page_count // batch)
+    size, longer = divmod(page_count, n)
+    ranges: list[tuple[int, int]] = []
+    first = 1
+    for k in range(n):
+        last = first + size - (0 if k < longer else 1)
+        ranges.append((first, last))
+        first = last + 1
+    return ranges
 
 
 def range_deadline(settings: ParseSettings, pages: int, page_count: int) -> float:
@@ -108,6 +127,13 @@ def _extract(path: Path, first: int, last: int, out: Path) -> Path:
 
 def _markdown(doc: Any) -> str:
     return str(doc.export_to_markdown(escape_underscores=False))
+
+
+def _json(doc: Any) -> str:
+    """The docling JSON of a merged document, written item by item (as a parse's is)."""
+    from parsers.registry import docling_json
+
+    return docling_json(doc)
 
 
 def _one_page_document(
@@ -197,13 +223,16 @@ def run_task(
     settings: ParseSettings,
     metadata: dict[str, Any],
     parse: Callable[..., ParsedDocument],
-) -> str:
-    """Run one page job in the parser child; returns its reply's payload.
+) -> tuple[str, dict[str, Any] | None]:
+    """Run one page job in the parser child; returns its reply's payload and, for a
+    range, its heading context (``RangeHeadings.to_dict``: the body style and the
+    heading styles its parse found), which the pool passes on and merges.
 
     ``task["kind"]``: ``count`` (the page count), ``range`` (pages ``first``..``last``
-    parsed by ``parse``, the pool's parse function, as a PDF of their own), ``text``
-    and ``ocr`` (page ``page`` read by a fallback), ``extract`` (page ``page`` saved
-    as a one-page PDF at ``out``, for a repro bundle). Page-numbered results are
+    parsed by ``parse``, the pool's parse function, as a PDF of their own, with the
+    original's outline and ``task["headings"]``, what earlier ranges found),
+    ``text`` and ``ocr`` (page ``page`` read by a fallback), ``extract`` (page ``page``
+    saved as a one-page PDF at ``out``, for a repro bundle). Page-numbered results are
     numbered from 1; the pool shifts them back.
     """
     kind = task["kind"]
@@ -214,10 +243,10 @@ def run_task(
         # ...), so a PDF parsed in ranges from the start is refused the same way.
         if precheck(path, settings) != "pdf":
             raise ParseError(Category.UNSUPPORTED, "not a PDF: no page ranges")
-        return str(check_pdf(path, settings))
+        return str(check_pdf(path, settings)), None
     if kind == "extract":
         _extract(path, task["page"], task["page"], Path(task["out"]))
-        return ""
+        return "", None
     first = int(task.get("first", task.get("page", 1)))
     last = int(task.get("last", first))
     scratch = Path(tempfile.mkdtemp(prefix="pages-"))
@@ -225,16 +254,36 @@ def run_task(
         # Named as the original, so titles and document names fall back to its stem.
         part = _extract(path, first, last, scratch / path.name)
         if kind == "range":
-            doc = parse(part, settings, metadata)
-        elif kind == "text":
+            return _parse_range(path, part, task, settings, metadata, parse)
+        if kind == "text":
             doc = _text_layer(part)
         elif kind == "ocr":
             doc = _ocr(part, settings)
         else:
             raise ValueError(f"unknown page task {kind!r}")
-        return doc.to_json()
+        return doc.to_json(), None
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _parse_range(
+    path: Path,
+    part: Path,
+    task: dict[str, Any],
+    settings: ParseSettings,
+    metadata: dict[str, Any],
+    parse: Callable[..., ParsedDocument],
+) -> tuple[str, dict[str, Any]]:
+    """Parse ``part`` (a range of ``path`` as a PDF of its own) with the heading context
+    of the whole document: ``path``'s outline and what earlier ranges found."""
+    from parsers.pdf.headings import RangeHeadings, parsing_range, read_outline
+
+    context = RangeHeadings.from_dict(task.get("headings") or {})
+    context.outline = read_outline(path)
+    with parsing_range(context):
+        doc = parse(part, settings, metadata)
+    found = RangeHeadings(body=context.body, marks=context.marks)  # the outline stays here
+    return doc.to_json(), found.to_dict()
 
 
 # --- the pool's side ----------------------------------------------------------------
@@ -243,10 +292,13 @@ def run_task(
 @dataclass(slots=True)
 class PageOutcome:
     """What page isolation found: the parsed ranges (first page, document) in page
-    order, pages read by a fallback (page -> backend), pages nothing read, pages with
-    nothing on them, and every failure (page or range -> messages)."""
+    order, their heading contexts (first page -> what the range's parse found, for
+    ranges the structured parser read), pages read by a fallback (page -> backend),
+    pages nothing read, pages with nothing on them, and every failure (page or range ->
+    messages)."""
 
     parts: list[tuple[int, ParsedDocument]] = field(default_factory=list)
+    headings: dict[int, RangeHeadings] = field(default_factory=dict)
     degraded: dict[int, str] = field(default_factory=dict)
     missing: list[int] = field(default_factory=list)
     blank: list[int] = field(default_factory=list)
@@ -271,6 +323,51 @@ def _shifted(doc: Any, offset: int) -> Any:
     return DoclingDocument.model_validate(data)
 
 
+def _first_page(node: Any, doc: Any) -> int:
+    for item, _level in doc.iterate_items(root=node, with_groups=False):
+        if getattr(item, "prov", None):
+            return int(item.prov[0].page_no)
+    return 0
+
+
+def _last_page(node: Any, doc: Any) -> int:
+    pages = [
+        int(item.prov[-1].page_no)
+        for item, _level in doc.iterate_items(root=node, with_groups=False)
+        if getattr(item, "prov", None)
+    ]
+    return max(pages, default=0)
+
+
+def _join_lists(doc: Any, starts: set[int]) -> None:
+    """One list of a list split by a range boundary (``starts``: the first pages of the
+    ranges after the first): a list that ends its range and one that opens the next,
+    with nothing between them, are one list, as the whole document's parse makes them
+    (``parsers.pdf.assemble`` keeps a list open over a page break)."""
+    from docling_core.types.doc import ListGroup
+
+    emptied = []
+    prev = None  # the node before, in body order; a list emptied into it is skipped
+    for ref in list(doc.body.children):
+        node = ref.resolve(doc)
+        if (
+            isinstance(prev, ListGroup)
+            and isinstance(node, ListGroup)
+            and prev.children
+            and node.children
+            and any(_last_page(prev, doc) < s <= _first_page(node, doc) for s in starts)
+        ):
+            for child in node.children:
+                child.resolve(doc).parent = prev.get_ref()
+            prev.children += node.children
+            node.children = []
+            emptied.append(node)
+            continue
+        prev = node
+    if emptied:  # childless now: deleting them renumbers the groups after them
+        doc.delete_items(node_items=emptied)
+
+
 def _concat(name: str, docs: list[Any], join_tables: bool) -> tuple[Any, list[int]]:
     """One DoclingDocument of ``docs`` (numbered as in the original, in page order), and
     the tables joined across their boundaries (with ``join_tables``)."""
@@ -286,12 +383,34 @@ def _concat(name: str, docs: list[Any], join_tables: bool) -> tuple[Any, list[in
     merged = DoclingDocument(name=name)
     merged._update_from_index(index)
     merged.name = name
+    _join_lists(merged, {min(doc.pages) for doc in docs[1:] if doc.pages})
     joined: list[int] = []
     if join_tables:
         from parsers.table_joins import join_continued_tables
 
         merged, joined = join_continued_tables(merged)
     return merged, joined
+
+
+def _relevel(docs: list[tuple[Any, RangeHeadings | None]]) -> None:
+    """Number the headings of every range (DoclingDocuments in page order, with what
+    each range's parse found) as one document's: a style keeps one level in every
+    range, and a range that lacks the largest style numbers the others as the whole
+    document does (``parsers.pdf.headings.mark_levels``). A range whose headings are
+    not the ones its context lists (another parse path) keeps its own levels."""
+    from docling_core.types.doc import SectionHeaderItem
+
+    from parsers.pdf.headings import mark_levels
+
+    known = [(doc, found.marks) for doc, found in docs if found is not None and found.marks]
+    levels = iter(mark_levels([m for _doc, marks in known for m in marks]))
+    for doc, marks in known:
+        mine = [next(levels) for _m in marks]
+        items = [t for t in doc.texts if isinstance(t, SectionHeaderItem)]
+        if len(items) != len(marks):
+            continue
+        for item, level in zip(items, mine, strict=True):
+            item.level = level
 
 
 def _gather(
@@ -336,7 +455,11 @@ def merge_parts(
     if not parts:
         raise ParseError(Category.CORRUPT, "page isolation read no page")
     docs = [_shifted(parsed.to_docling(), first - 1) for first, parsed in parts]
+    _relevel(
+        [(doc, outcome.headings.get(first)) for doc, (first, _p) in zip(docs, parts, strict=True)]
+    )
     merged, joined = _concat(path.stem, docs, join_tables)
+    del docs  # the merged document holds its own copies
     structured = [parsed for _first, parsed in parts if parsed.parser not in ("pdf-text", "ocr")]
     parser = structured[0].parser if structured else parts[0][1].parser
     warnings: list[ParseWarning] = []
@@ -350,7 +473,7 @@ def merge_parts(
     partial = bool(missing or outcome.degraded) or any(p.status == "partial" for _f, p in parts)
     return ParsedDocument(
         markdown=markdown,
-        docling_json=json.dumps(merged.export_to_dict(), ensure_ascii=False),
+        docling_json=_json(merged),
         title=str(extra.get("title") or title(merged, path.stem)),
         format="pdf",
         page_count=max(page_count, 1),
@@ -411,7 +534,7 @@ def splice_pages(
     partial = bool(missing or degraded) or any(p.status == "partial" for _f, p in outcome.parts)
     return ParsedDocument(
         markdown=_markdown(merged),
-        docling_json=json.dumps(merged.export_to_dict(), ensure_ascii=False),
+        docling_json=_json(merged),
         title=previous.title if 1 not in again else str(title(merged, path.stem)),
         format=previous.format,
         page_count=previous.page_count,

@@ -19,6 +19,7 @@ from parsers.pdf.primitives import NUMBERING, Line
 if TYPE_CHECKING:
     from docling_core.types.doc import DoclingDocument
 
+    from parsers.pdf.headings import RangeHeadings
     from parsers.pdf.regions import Region
     from parsers.pdf.tables import Table
 
@@ -72,10 +73,12 @@ def lines_to_document(
     tables: Sequence[Table] = (),
     titles: dict[int, list[Region]] | None = None,
     heading_rules: bool = True,
+    context: RangeHeadings | None = None,
 ) -> DoclingDocument:
     """Assemble a structured DoclingDocument from page lines (and detected tables).
 
-    ``titles`` and ``heading_rules`` choose how headings are found (see
+    ``titles`` and ``heading_rules`` choose how headings are found, ``context`` says the
+    lines are a page range of a longer document (see
     ``parsers.pdf.headings.classify_headings``).
     """
     from docling_core.types.doc import (
@@ -91,7 +94,7 @@ def lines_to_document(
     for page_no, (width, height) in sorted(page_sizes.items()):
         doc.add_page(page_no=page_no, size=Size(width=width, height=height))
     blocks = _blocks_with_tables(lines, tables)
-    classify_headings(blocks, outline, titles, heading_rules)
+    classify_headings(blocks, outline, titles, heading_rules, context)
 
     list_group = None
     for block in blocks:

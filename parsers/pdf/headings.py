@@ -6,15 +6,23 @@
   typeface; a short block set apart by size, weight or face from the body text,
   with text below it, becomes a heading, one level per distinct style;
 - section numbering ("2.3", "(1)", "Chapter 4"), which supports a weak cue.
+
+A page range of a longer PDF parsed as a PDF of its own (``parsers.pages``) is given
+the whole PDF's outline and an earlier range's body style (``RangeHeadings``), and
+records each heading's style, from which every range's levels are numbered as one
+document's (``mark_levels``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import statistics
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from parsers.pdf.blocks import FULL_BOLD, Block
 from parsers.pdf.primitives import BULLET_START, Line, is_mono_face, is_symbol_face, open_pdf
@@ -54,14 +62,130 @@ def read_outline(path: Path) -> list[tuple[int, str]]:
             return []
 
 
-@dataclass(slots=True)
-class _BodyStyle:
+@dataclass(frozen=True, slots=True)
+class BodyStyle:
+    """The running text's style: median glyph height, bold or not, typeface."""
+
     size: float
     bold: bool
     face: str
 
 
-def _body_style(blocks: Sequence[Block]) -> _BodyStyle:
+# A heading style: (glyph height rounded to a point, bold); one level per style.
+Style = tuple[float, bool]
+
+
+@dataclass(frozen=True, slots=True)
+class HeadingMark:
+    """A heading that one parse found, in document order: its style and, for a title
+    the outline names, the level the outline gave it (other headings' levels follow
+    from the styles, ``heading_levels``)."""
+
+    size: float
+    bold: bool
+    outline_level: int | None = None
+
+    @property
+    def style(self) -> Style:
+        return (self.size, self.bold)
+
+
+@dataclass(slots=True)
+class RangeHeadings:
+    """The heading context of one page range of a longer PDF parsed as a PDF of its own
+    (``parsers.pages``), so that its headings are found as in the whole document's parse.
+
+    Given: ``outline``, the whole PDF's outline (the range's own PDF has none), and
+    ``body``, the body style an earlier range found (None: this range's own, which
+    ``classify_headings`` then stores here). Found: ``marks``, each heading's style,
+    from which the pool numbers every range's headings as one document's.
+    """
+
+    outline: list[tuple[int, str]] = field(default_factory=list)
+    body: BodyStyle | None = None
+    marks: list[HeadingMark] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for the pipe between the pool and its parser child."""
+        body = self.body
+        return {
+            "outline": [list(entry) for entry in self.outline],
+            "body": [body.size, body.bold, body.face] if body else None,
+            "marks": [[m.size, m.bold, m.outline_level] for m in self.marks],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RangeHeadings:
+        body = data.get("body")
+        return cls(
+            outline=[(int(level), str(title)) for level, title in data.get("outline") or ()],
+            body=BodyStyle(float(body[0]), bool(body[1]), str(body[2])) if body else None,
+            marks=[
+                HeadingMark(float(size), bool(bold), None if level is None else int(level))
+                for size, bold, level in data.get("marks") or ()
+            ],
+        )
+
+
+_RANGE: ContextVar[RangeHeadings | None] = ContextVar("corpusflow_pdf_range", default=None)
+
+
+@contextlib.contextmanager
+def parsing_range(context: RangeHeadings) -> Iterator[RangeHeadings]:
+    """While in this block, the PDF being parsed is a page range of a longer one
+    described by ``context`` (``current_range``)."""
+    token = _RANGE.set(context)
+    try:
+        yield context
+    finally:
+        _RANGE.reset(token)
+
+
+def current_range() -> RangeHeadings | None:
+    """The heading context of the page range being parsed (``parsing_range``); None
+    when a whole document is."""
+    return _RANGE.get()
+
+
+def heading_levels(
+    candidates: Iterable[Style], outline_style: Mapping[Style, int]
+) -> dict[Style, int]:
+    """The level of each heading style: one level per distinct style, larger first,
+    bold before regular at one size. A style the outline already used
+    (``outline_style``: the level of its first outline heading) keeps the outline's
+    level; another one goes one level below the nearest larger outline style."""
+
+    def rank(s: Style) -> tuple[float, bool]:
+        return (-s[0], not s[1])
+
+    styles = sorted(set(candidates) | set(outline_style), key=rank)
+    level_of: dict[Style, int] = {}
+    current = 0
+    seen_outline = not outline_style
+    for s in styles:
+        if s in outline_style:
+            current = outline_style[s]
+            seen_outline = True
+        elif seen_outline:
+            current += 1
+        else:
+            current = 1  # set larger than every outline heading: a title
+        level_of[s] = min(max(current, 1), 6)
+    return level_of
+
+
+def mark_levels(marks: Sequence[HeadingMark]) -> list[int]:
+    """The level of each of ``marks`` (headings in document order, from one parse or
+    from every range of one document), as ``classify_headings`` numbers them."""
+    outline_style: dict[Style, int] = {}
+    for m in marks:
+        if m.outline_level is not None:
+            outline_style.setdefault(m.style, m.outline_level)
+    level_of = heading_levels((m.style for m in marks if m.outline_level is None), outline_style)
+    return [m.outline_level if m.outline_level is not None else level_of[m.style] for m in marks]
+
+
+def _body_style(blocks: Sequence[Block]) -> BodyStyle:
     """The style that carries the most characters: the running text."""
     by_size: dict[float, int] = {}
     for b in blocks:
@@ -69,7 +193,7 @@ def _body_style(blocks: Sequence[Block]) -> _BodyStyle:
             key = round(ln.fsize, 0)
             by_size[key] = by_size.get(key, 0) + len(ln.text)
     if not by_size:
-        return _BodyStyle(10.0, False, "")
+        return BodyStyle(10.0, False, "")
     body_key = max(by_size.items(), key=lambda kv: kv[1])[0]
     body_lines = [ln for b in blocks for ln in b.lines if round(ln.fsize, 0) == body_key]
     size = statistics.median(ln.fsize for ln in body_lines)
@@ -78,7 +202,7 @@ def _body_style(blocks: Sequence[Block]) -> _BodyStyle:
     for ln in body_lines:
         faces[ln.font] = faces.get(ln.font, 0) + len(ln.text)
     face = max(faces.items(), key=lambda kv: kv[1])[0]
-    return _BodyStyle(size, bold_chars * 2 > sum(len(ln.text) for ln in body_lines), face)
+    return BodyStyle(size, bold_chars * 2 > sum(len(ln.text) for ln in body_lines), face)
 
 
 def _page_furniture(blocks: Sequence[Block]) -> set[int]:
@@ -175,11 +299,15 @@ def classify_headings(
     outline: list[tuple[int, str]],
     titles: dict[int, list[Region]] | None = None,
     rules: bool = True,
+    context: RangeHeadings | None = None,
 ) -> None:
     """Mark heading blocks and their levels (in place).
 
     ``titles``: title regions of a layout model per page; a short block in one is
-    a heading. ``rules``: also apply the typography rules.
+    a heading. ``rules``: also apply the typography rules. ``context``: the blocks
+    are a page range of a longer document (``RangeHeadings``): its body style is
+    used when it has one (else this range's is stored in it), and each heading's
+    style is added to its ``marks``.
     """
     outline_levels: dict[str, int] = {}
     for level, title in outline:
@@ -196,7 +324,12 @@ def classify_headings(
         return
     # Table cells are running text too: a page that is mostly a table or a form
     # has its body size in the cells, and the few lines outside are its headings.
-    body = _body_style([b for b in blocks if b.kind != "heading"])
+    if context is not None and context.body is not None:
+        body = context.body
+    else:
+        body = _body_style([b for b in blocks if b.kind != "heading"])
+        if context is not None:
+            context.body = body
     furniture = _page_furniture(blocks)
     by_page: dict[int, list[Line]] = {}
     for b in blocks:
@@ -204,11 +337,11 @@ def classify_headings(
             by_page.setdefault(ln.page_no, []).append(ln)
     position = {id(b): i for i, b in enumerate(blocks)}
 
-    def style(b: Block) -> tuple[float, bool]:
+    def style(b: Block) -> Style:
         return (round(b.height, 0), b.bold)
 
     candidates: list[Block] = []
-    outline_style: dict[tuple[float, bool], int] = {}
+    outline_style: dict[Style, int] = {}
     for block in text_blocks:
         text = block.text
         found = _outline_level(text, outline_levels)
@@ -229,35 +362,24 @@ def classify_headings(
         if rules and _is_heading(block, text, body, furniture, by_page, blocks, position):
             candidates.append(block)
 
-    # One level per distinct style: larger first, bold before regular at one size.
-    # A style the outline already used keeps the outline's level; another one
-    # goes one level below the nearest larger outline style.
-    def rank(s: tuple[float, bool]) -> tuple[float, bool]:
-        return (-s[0], not s[1])
-
-    styles = sorted({style(b) for b in candidates} | set(outline_style), key=rank)
-    level_of: dict[tuple[float, bool], int] = {}
-    current = 0
-    seen_outline = not outline_style
-    for s in styles:
-        if s in outline_style:
-            current = outline_style[s]
-            seen_outline = True
-        elif seen_outline:
-            current += 1
-        else:
-            current = 1  # set larger than every outline heading: a title
-        level_of[s] = min(max(current, 1), 6)
+    level_of = heading_levels((style(b) for b in candidates), outline_style)
     for block in candidates:
         block.kind = "heading"
         block.level = level_of[style(block)]
+    if context is not None:
+        marked = {id(b) for b in candidates}
+        context.marks += [
+            HeadingMark(*style(b), outline_level=None if id(b) in marked else b.level)
+            for b in blocks
+            if b.kind == "heading"
+        ]
 
 
 def _side_heading(
     block: Block,
     text: str,
     other_face: bool,
-    body: _BodyStyle,
+    body: BodyStyle,
     blocks: Sequence[Block],
     position: dict[int, int],
 ) -> bool:
@@ -296,7 +418,7 @@ def _side_heading(
 def _is_heading(
     block: Block,
     text: str,
-    body: _BodyStyle,
+    body: BodyStyle,
     furniture: set[int],
     by_page: dict[int, list[Line]],
     blocks: Sequence[Block],

