@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from storage.schema import CONTEXT_CACHE_SCHEMA, PARSE_CACHE_SCHEMA, embed_cache_schema
-from storage.tables import Tables, batches, now, read_table, sql_in
+from storage.tables import Tables, batches, find_wide, now, read_table, sql_in
 
 
 class Caches:
@@ -49,34 +49,36 @@ class Caches:
         if table is None or not parser_fps:
             return None
         keys = [f"{sha256}:{fp}" for fp in sorted(set(parser_fps))]
-        rows = (
-            table.search()
-            .where(sql_in("cache_key", keys))
-            .select(["parser_fingerprint", "parsed_json"])
-            .limit(1)
-            .to_list()
-        )
+        rows = find_wide(table, "cache_key", keys, ["parser_fingerprint", "parsed_json"], 1)
         return (rows[0]["parser_fingerprint"], rows[0]["parsed_json"]) if rows else None
 
     def put_parsed(self, items: Sequence[tuple[str, str, str]]) -> None:
-        """items: (sha256, parser fingerprint, ParsedDocument JSON)."""
+        """items: (sha256, parser fingerprint, ParsedDocument JSON); of two items with one
+        key (copies of one file in a batch), the last."""
         if not items:
             return
+        unique = {f"{sha}:{fp}": (sha, fp, js) for sha, fp, js in items}
         data = pa.Table.from_pylist(
             [
                 {
-                    "cache_key": f"{sha}:{fp}",
+                    "cache_key": key,
                     "content_sha256": sha,
                     "parser_fingerprint": fp,
                     "parsed_json": js,
                     "created_at": now(),
                 }
-                for sha, fp, js in items
+                for key, (sha, fp, js) in unique.items()
             ],
             schema=PARSE_CACHE_SCHEMA,
         )
         with self.tables.write_lock:
             table = self.tables.open_or_create(self.tables.name("parse_cache"), PARSE_CACHE_SCHEMA)
+            keys = data.column("cache_key").to_pylist()
+            if not find_wide(table, "cache_key", keys, [], len(keys)):
+                # New bytes (the usual case): appended. A merge joins against every
+                # fragment: 0.5-0.7 s a batch at 64 fragments, against 16 ms.
+                table.add(data)
+                return
             # A parse of cached bytes under the same fingerprint replaces the cached one:
             # a page retry (``ParserPool.parse_pages``) filled in pages it lacked.
             (

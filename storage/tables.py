@@ -51,6 +51,32 @@ def read_table(table: Any, columns: Sequence[str], where: str | None = None) -> 
     return query.limit(max(int(table.count_rows()), 1)).to_arrow().select(list(columns))
 
 
+def find_wide(
+    table: Any, key: str, keys: Sequence[str], columns: Sequence[str], limit: int
+) -> list[dict[str, Any]]:
+    """Rows (``key`` plus ``columns``; no columns: ``key`` and ``_rowid``) whose ``key`` is
+    one of ``keys``, at most ``limit``, for a table whose ``columns`` are wide (a document's JSON). A filtered read that
+    projects a wide column reads it from every fragment no index covers, whether a row
+    matches or not: 4 ms a fragment for the parse cache's JSON, 270 ms a lookup once a
+    run had added 64 (docs/benchmarks.md, "Cache lookups as a run adds fragments"). So
+    the keys are found first, reading the key column alone, and the wide columns are
+    taken by row id. A row id a compaction moved in between takes nothing; the rows are
+    then read the plain way."""
+    if not keys:
+        return []
+    where = sql_in(key, keys)
+    found = table.search().where(where).select([key]).with_row_id(True).limit(limit).to_list()
+    if not found or not columns:
+        return found
+    wanted = [key, *(c for c in columns if c != key)]
+    rows: list[dict[str, Any]] = (
+        table.take_row_ids([r["_rowid"] for r in found]).select(wanted).to_list()
+    )
+    if sorted(r[key] for r in rows) != sorted(r[key] for r in found):
+        rows = table.search().where(where).select(wanted).limit(limit).to_list()
+    return [{c: r[c] for c in wanted} for r in rows]
+
+
 class Tables:
     """The Lance tables of one collection in one LanceDB database."""
 
