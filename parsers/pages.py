@@ -30,7 +30,7 @@ import json
 import platform
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -368,22 +368,32 @@ def _join_lists(doc: Any, starts: set[int]) -> None:
         doc.delete_items(node_items=emptied)
 
 
-def _concat(name: str, docs: list[Any], join_tables: bool) -> tuple[Any, list[int]]:
-    """One DoclingDocument of ``docs`` (numbered as in the original, in page order), and
-    the tables joined across their boundaries (with ``join_tables``)."""
+def _concat(
+    name: str, pieces: Iterable[tuple[int, Any]], join_tables: bool
+) -> tuple[Any, list[int]]:
+    """One DoclingDocument of ``pieces`` (page offset, document), in page order, pages
+    numbered as in the original (each piece's page numbers moved by its offset); and
+    the tables joined across their boundaries (with ``join_tables``). The pieces are
+    taken one at a time: a generator that builds each document as it is asked for
+    holds one of them beside the merged document, not all."""
     from docling_core.types.doc import DoclingDocument
 
-    # docling-core's own concatenation renumbers pages to follow on; shifted first and
-    # given the page before each part, it keeps the original numbers, gaps included.
+    # docling-core's own concatenation renumbers pages to follow on; given the page
+    # before each piece (its first page moved by its offset), it moves them by the
+    # offset instead, gaps included.
     index = DoclingDocument._DocIndex()
-    for doc in docs:
+    starts: set[int] = set()
+    for k, (offset, doc) in enumerate(pieces):
         if doc.pages:
-            index._max_page = min(doc.pages) - 1
-        index.index(doc=doc)
+            index._max_page = min(doc.pages) - 1 + offset
+            if k:
+                starts.add(min(doc.pages) + offset)
+        index.index(doc=_shifted(doc, offset) if offset and not doc.pages else doc)
+        del doc
     merged = DoclingDocument(name=name)
     merged._update_from_index(index)
     merged.name = name
-    _join_lists(merged, {min(doc.pages) for doc in docs[1:] if doc.pages})
+    _join_lists(merged, starts)
     joined: list[int] = []
     if join_tables:
         from parsers.table_joins import join_continued_tables
@@ -392,25 +402,28 @@ def _concat(name: str, docs: list[Any], join_tables: bool) -> tuple[Any, list[in
     return merged, joined
 
 
-def _relevel(docs: list[tuple[Any, RangeHeadings | None]]) -> None:
-    """Number the headings of every range (DoclingDocuments in page order, with what
-    each range's parse found) as one document's: a style keeps one level in every
-    range, and a range that lacks the largest style numbers the others as the whole
-    document does (``parsers.pdf.headings.mark_levels``). A range whose headings are
-    not the ones its context lists (another parse path) keeps its own levels."""
-    from docling_core.types.doc import SectionHeaderItem
-
+def _range_levels(found: list[RangeHeadings | None]) -> list[list[int]]:
+    """The levels of the headings each range's parse found (``found``: what each range,
+    in page order, reported), numbered as one document's: a style keeps one level in
+    every range, and a range that lacks the largest style numbers the others as the
+    whole document does (``parsers.pdf.headings.mark_levels``)."""
     from parsers.pdf.headings import mark_levels
 
-    known = [(doc, found.marks) for doc, found in docs if found is not None and found.marks]
-    levels = iter(mark_levels([m for _doc, marks in known for m in marks]))
-    for doc, marks in known:
-        mine = [next(levels) for _m in marks]
-        items = [t for t in doc.texts if isinstance(t, SectionHeaderItem)]
-        if len(items) != len(marks):
-            continue
-        for item, level in zip(items, mine, strict=True):
+    marks = [f.marks if f is not None else [] for f in found]
+    levels = iter(mark_levels([m for ms in marks for m in ms]))
+    return [[next(levels) for _m in ms] for ms in marks]
+
+
+def _set_levels(doc: Any, levels: list[int]) -> Any:
+    """``doc`` with its headings at ``levels`` (in document order); as it is when it has
+    another number of headings (another parse path than the one that reported them)."""
+    from docling_core.types.doc import SectionHeaderItem
+
+    items = [t for t in doc.texts if isinstance(t, SectionHeaderItem)]
+    if levels and len(items) == len(levels):
+        for item, level in zip(items, levels, strict=True):
             item.level = level
+    return doc
 
 
 def _gather(
@@ -454,12 +467,13 @@ def merge_parts(
     parts = sorted(outcome.parts, key=lambda part: part[0])
     if not parts:
         raise ParseError(Category.CORRUPT, "page isolation read no page")
-    docs = [_shifted(parsed.to_docling(), first - 1) for first, parsed in parts]
-    _relevel(
-        [(doc, outcome.headings.get(first)) for doc, (first, _p) in zip(docs, parts, strict=True)]
+    levels = _range_levels([outcome.headings.get(first) for first, _parsed in parts])
+    # Each range's document is built as the merge takes it, and dropped once merged.
+    pieces = (
+        (first - 1, _set_levels(parsed.to_docling(), mine))
+        for (first, parsed), mine in zip(parts, levels, strict=True)
     )
-    merged, joined = _concat(path.stem, docs, join_tables)
-    del docs  # the merged document holds its own copies
+    merged, joined = _concat(path.stem, pieces, join_tables)
     structured = [parsed for _first, parsed in parts if parsed.parser not in ("pdf-text", "ocr")]
     parser = structured[0].parser if structured else parts[0][1].parser
     warnings: list[ParseWarning] = []
@@ -518,11 +532,13 @@ def splice_pages(
     again = set(retried)
     old = previous.to_docling()
     kept = sorted(p for p in old.pages if p not in again)
-    pieces: list[tuple[int, Any]] = [(run[0], old.filter(page_nrs=set(run))) for run in _runs(kept)]
-    pieces += [(first, _shifted(parsed.to_docling(), first - 1)) for first, parsed in outcome.parts]
+    pieces: list[tuple[int, int, Any]] = [
+        (run[0], 0, old.filter(page_nrs=set(run))) for run in _runs(kept)
+    ]
+    pieces += [(first, first - 1, parsed.to_docling()) for first, parsed in outcome.parts]
     pieces.sort(key=lambda piece: piece[0])
     name = old.name or path.stem
-    merged, joined = _concat(name, [doc for _first, doc in pieces], join_tables)
+    merged, joined = _concat(name, [(shift, doc) for _first, shift, doc in pieces], join_tables)
     warnings = [w for w in previous.warnings if not _about_page(w, again)]
     missing = {p for p in previous.missing_pages if p not in again} | set(outcome.missing)
     extra = _gather(outcome.parts, outcome, joined, warnings, missing, dict(previous.metadata))
