@@ -216,13 +216,16 @@ class ParseSettings(_Section):
         ),
     )
     page_batch: int = Field(
-        0,
+        100,
         ge=0,
         description=(
-            "PDFs with more pages than this are always parsed in ranges of this many pages "
-            "(each range in the parser process, with its own deadline); 0 = parse whole and "
-            "split only after a failure. Ranges lose the PDF outline's headings and "
-            "paragraphs that cross a range boundary."
+            "PDFs with more pages than this are parsed in ranges of at most this many pages "
+            "(the fewest ranges, of even lengths; each range in the parser process, with its "
+            "own deadline), so the parser's peak memory does not grow with the page count; "
+            "shorter PDFs are parsed whole. The ranges are merged into the whole document's "
+            "structure: the PDF outline's headings, one heading level per style across all "
+            "ranges, lists and tables continued over a range boundary. 0 = parse whole and "
+            "split only after a failure."
         ),
     )
     page_timeout_min_s: float = Field(
