@@ -1,8 +1,10 @@
 """A long PDF through corpusflow's parser and through plain docling (issue #36): peak
 resident memory of each one's process tree, and pages/s, at 250, 500 and 1,000 pages.
 
-Usage: PYTHONPATH=. python bench/long_pdf.py [--pages 250 500 1000] [--batch 100]
+Usage: PYTHONPATH=. python bench/long_pdf.py [--pages 250 500 1000] [--batch 0 200]
                                               [--dir /tmp/corpusflow-longpdf]
+                                              [--only corpusflow|docling]
+       PYTHONPATH=. python bench/long_pdf.py --compare [--pages ...] [--batch N] [PDF ...]
 
 The PDFs are a generated maintenance manual (``tests.helpers.pdfdraw.manual_pdf``): running header and page
 number, a chapter heading every 10 pages, section headings, paragraphs of wrapped
@@ -12,19 +14,27 @@ once into ``--dir`` and reused by later runs.
 Each leg parses one file in a fresh process, after that process's start-up (imports,
 converter construction), which is not timed:
 
-- ``corpusflow``: ``ParserPool`` with the default ParseSettings but ``nice`` 0 (the
-  docling child runs at 0 too) and ``pdf_pipeline`` 'offline' (what 'auto' picks on a
-  machine without docling's layout models); the time is ``pool.parse`` as the caller sees
-  it (parse, JSON over the pipe, ``ParsedDocument`` rebuilt);
+- ``corpusflow``: ``ParserPool`` with the default ParseSettings (so ``page_batch``'s
+  default: PDFs longer than it are parsed in page ranges) but ``timeout_s`` 1800 (a
+  whole 2,000-page parse takes longer than the default 300 s), ``nice`` 0 (the docling
+  child runs at 0 too) and ``pdf_pipeline`` 'offline' (what 'auto' picks on a machine
+  without docling's layout models); the time is ``pool.parse`` as the caller sees it
+  (parse, JSON over the pipe, ``ParsedDocument`` rebuilt);
 - ``docling``: a fresh Python child running the converter our PDF path wraps
   (``parsers.pdf.textlayer.native_converter``: docling's model-free NativePdfPipeline),
   ``convert`` then ``export_to_markdown``;
-- ``corpusflow page_batch=N`` (with ``--batch N``, the largest file only): the same pool
-  parsing in ranges of N pages.
+- ``corpusflow page_batch=N`` (with ``--batch N ...``, the largest file only; every file
+  with ``--only batch``): the same pool with ``page_batch`` N (0: the whole document in
+  one parse).
+
+``--compare``: each PDF (the generated manuals and any named) parsed whole
+(``page_batch`` 0) and with the default ``page_batch`` (or ``--batch N``): the headings
+(text, level), the words (Markdown without heading marks) and the Markdown compared.
 
 Peak RSS is the largest sum over the child's whole process tree (``parsers.isolation.tree_rss``,
 what the ``parse.memory_limit_mb`` cap counts), sampled every 0.1 s; "at start" is the
-same sum once the child is ready. Words are the Markdown's whitespace-separated words.
+same sum once the child is ready. The pool process's own RSS (where ranges are merged) is
+sampled the same way. Words are the Markdown's whitespace-separated words.
 """
 
 from __future__ import annotations
@@ -69,11 +79,13 @@ class _Peak:
         self._thread.join()
 
 
-def corpusflow_leg(pdf: Path, page_batch: int = 0) -> dict[str, Any]:
+def corpusflow_leg(pdf: Path, page_batch: int | None = None) -> dict[str, Any]:
     from common.settings import ParseSettings
     from parsers import ParserPool
 
-    settings = ParseSettings(nice=0, pdf_pipeline="offline", page_batch=page_batch)
+    batch = {} if page_batch is None else {"page_batch": page_batch}
+    # A whole 2,000-page parse takes longer than the default 300 s deadline here.
+    settings = ParseSettings(nice=0, pdf_pipeline="offline", timeout_s=1800, **batch)
     with ParserPool(settings) as pool:
         pool.start(1)
         worker = pool._idle.queue[0]
@@ -81,7 +93,8 @@ def corpusflow_leg(pdf: Path, page_batch: int = 0) -> dict[str, Any]:
         worker.wait_ready(180)  # start-up not timed
         time.sleep(0.5)
         at_start = worker.rss_bytes()
-        with _Peak(worker.rss_bytes) as peak:
+        pool_start = _own_rss()
+        with _Peak(worker.rss_bytes) as peak, _Peak(_own_rss) as pool_peak:
             start = time.monotonic()
             doc = pool.parse(pdf)
             wall = time.monotonic() - start
@@ -95,7 +108,17 @@ def corpusflow_leg(pdf: Path, page_batch: int = 0) -> dict[str, Any]:
         "start_mib": at_start / MIB,
         "peak_mib": peak.peak / MIB,
         "samples": peak.samples,
+        "pool_start_mib": pool_start / MIB,
+        "pool_peak_mib": pool_peak.peak / MIB,
     }
+
+
+def _own_rss() -> int:
+    """This process's resident memory (the pool's side: it merges the ranges)."""
+    import os
+
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
 _DOCLING_CHILD = """
@@ -142,11 +165,53 @@ def docling_leg(pdf: Path) -> dict[str, Any]:
 
 
 def _row(name: str, n: int, r: dict[str, Any]) -> str:
+    pool = f"{r['pool_start_mib']:.0f} -> {r['pool_peak_mib']:.0f}" if "pool_peak_mib" in r else ""
     return (
         f"| {n:,} | {name} | {r['start_mib']:.0f} | {r['peak_mib']:.0f} | "
         f"{r['peak_mib'] - r['start_mib']:.0f} | {r['wall_s']:.1f} | {n / r['wall_s']:.1f} | "
-        f"{r['words']:,} | {r['md_mib']:.1f} |"
+        f"{r['words']:,} | {r['md_mib']:.1f} | {pool} |"
     )
+
+
+def _structure(doc: Any) -> tuple[list[tuple[str, int]], list[str]]:
+    """(text, level) of the headings and the words of the Markdown without heading marks."""
+    import re
+
+    from docling_core.types.doc import SectionHeaderItem
+
+    texts = doc.to_docling().texts
+    headings = [(t.text, t.level) for t in texts if isinstance(t, SectionHeaderItem)]
+    return headings, re.sub(r"(?m)^#+ ", "", doc.markdown).split()
+
+
+def compare(files: list[Path], page_batch: int | None) -> None:
+    """Whole-document parse against the range parse, per file."""
+    from common.settings import ParseSettings
+    from parsers import ParserPool
+
+    base: dict[str, Any] = {"nice": 0, "pdf_pipeline": "offline", "timeout_s": 3600}
+    batch = {} if page_batch is None else {"page_batch": page_batch}
+    ranged_settings = ParseSettings(**base, **batch)
+    print(f"page_batch {ranged_settings.page_batch} against 0 (whole)")
+    print(
+        "| file | pages | ranges | headings whole / ranges | same texts | same levels | "
+        "words whole / ranges | same words | same Markdown |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    with (
+        ParserPool(ParseSettings(**base, page_batch=0)) as whole,
+        ParserPool(ranged_settings) as ranged,
+    ):
+        for pdf in files:
+            a, b = whole.parse(pdf), ranged.parse(pdf)
+            (ha, wa), (hb, wb) = _structure(a), _structure(b)
+            n = -(-a.page_count // ranged_settings.page_batch) if ranged_settings.page_batch else 1
+            print(
+                f"| {pdf.name} | {a.page_count} | {n} | {len(ha)} / {len(hb)} | "
+                f"{[t for t, _ in ha] == [t for t, _ in hb]} | {ha == hb} | "
+                f"{len(wa):,} / {len(wb):,} | {wa == wb} | {a.markdown == b.markdown} |",
+                flush=True,
+            )
 
 
 def main() -> None:
@@ -154,9 +219,18 @@ def main() -> None:
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pages", type=int, nargs="+", default=[250, 500, 1000])
-    ap.add_argument("--batch", type=int, default=0, help="also page_batch=N on the largest")
+    ap.add_argument(
+        "--batch", type=int, nargs="*", default=[], help="also page_batch=N on the largest"
+    )
     ap.add_argument("--dir", default="/tmp/corpusflow-longpdf")
-    ap.add_argument("--only", choices=["corpusflow", "docling"], default=None)
+    ap.add_argument(
+        "--only",
+        choices=["corpusflow", "docling", "batch"],
+        default=None,
+        help="one leg (batch: only the --batch legs, on every --pages file)",
+    )
+    ap.add_argument("--compare", action="store_true", help="whole against ranges, per file")
+    ap.add_argument("extra", nargs="*", type=Path, help="more PDFs to --compare")
     args = ap.parse_args()
     folder = Path(args.dir)
     folder.mkdir(parents=True, exist_ok=True)
@@ -170,11 +244,16 @@ def main() -> None:
     with open("/proc/loadavg") as f:
         print(f"load average before: {f.read().strip()}")
     print(f"python {sys.version.split()[0]}")
+    if args.compare:
+        compare([*files.values(), *args.extra], args.batch[0] if args.batch else None)
+        with open("/proc/loadavg") as f:
+            print(f"load average after: {f.read().strip()}")
+        return
     print(
         "| pages | parser | RSS at start MiB | peak RSS MiB | peak - start | wall s | "
-        "pages/s | words | Markdown MiB |"
+        "pages/s | words | Markdown MiB | pool process RSS MiB, start -> peak |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     legs: list[tuple[str, Callable[[Path], dict[str, Any]]]] = [
         ("corpusflow", corpusflow_leg),
         ("docling", docling_leg),
@@ -186,11 +265,11 @@ def main() -> None:
             result = leg(pdf)
             print(_row(name, n, result), flush=True)
             print(json.dumps({"leg": name, "n": n, **result}), file=sys.stderr)
-    if args.batch:
-        n = max(files)
-        result = corpusflow_leg(files[n], args.batch)
-        print(_row(f"corpusflow page_batch={args.batch}", n, result), flush=True)
-        print(json.dumps({"leg": "batch", "n": n, **result}), file=sys.stderr)
+    for batch in args.batch:
+        for n in files if args.only == "batch" else [max(files)]:
+            result = corpusflow_leg(files[n], batch)
+            print(_row(f"corpusflow page_batch={batch}", n, result), flush=True)
+            print(json.dumps({"leg": "batch", "batch": batch, "n": n, **result}), file=sys.stderr)
     with open("/proc/loadavg") as f:
         print(f"load average after: {f.read().strip()}")
 
