@@ -3,8 +3,9 @@ resident memory of each one's process tree, and pages/s, at 250, 500 and 1,000 p
 
 Usage: PYTHONPATH=. python bench/long_pdf.py [--pages 250 500 1000] [--batch 0 200]
                                               [--dir /tmp/corpusflow-longpdf]
-                                              [--only corpusflow|docling]
-       PYTHONPATH=. python bench/long_pdf.py --compare [--pages ...] [--batch N] [PDF ...]
+                                              [--only corpusflow|docling|batch]
+       PYTHONPATH=. python bench/long_pdf.py --compare [PDF ...] [--pages ...] [--batch N]
+       (the PDFs before the options: --pages and --batch take every number after them)
 
 The PDFs are a generated maintenance manual (``tests.helpers.pdfdraw.manual_pdf``): running header and page
 number, a chapter heading every 10 pages, section headings, paragraphs of wrapped
