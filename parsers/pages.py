@@ -29,6 +29,7 @@ import hashlib
 import json
 import platform
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -52,8 +53,11 @@ SOURCE = "page-isolation"
 
 
 def is_pdf(path: Path) -> bool:
-    """Whether the file starts like a PDF (the pre-check's own test, without opening it)."""
+    """Whether the file starts like a PDF (the pre-check's own test). Runs in the pool's
+    process, so only a regular file is read: opening a FIFO would block it."""
     try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            return False
         with path.open("rb") as fh:
             return b"%PDF-" in fh.read(1024)
     except OSError:
