@@ -73,8 +73,7 @@ class Caches:
         )
         with self.tables.write_lock:
             table = self.tables.open_or_create(self.tables.name("parse_cache"), PARSE_CACHE_SCHEMA)
-            keys = data.column("cache_key").to_pylist()
-            if not find_wide(table, "cache_key", keys, [], len(keys)):
+            if not table.count_rows(sql_in("cache_key", unique)):
                 # New bytes (the usual case): appended. A merge joins against every
                 # fragment: 0.5-0.7 s a batch at 64 fragments, against 16 ms.
                 table.add(data)

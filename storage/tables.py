@@ -54,8 +54,8 @@ def read_table(table: Any, columns: Sequence[str], where: str | None = None) -> 
 def find_wide(
     table: Any, key: str, keys: Sequence[str], columns: Sequence[str], limit: int
 ) -> list[dict[str, Any]]:
-    """Rows (``key`` plus ``columns``; no columns: ``key`` and ``_rowid``) whose ``key`` is
-    one of ``keys``, at most ``limit``, for a table whose ``columns`` are wide (a document's JSON). A filtered read that
+    """Rows (``key`` plus ``columns``) whose ``key`` is one of ``keys``, at most ``limit``,
+    for a table whose ``columns`` are wide (a document's JSON). A filtered read that
     projects a wide column reads it from every fragment no index covers, whether a row
     matches or not: 4 ms a fragment for the parse cache's JSON, 270 ms a lookup once a
     run had added 64 (docs/benchmarks.md, "Cache lookups as a run adds fragments"). So
@@ -66,8 +66,8 @@ def find_wide(
         return []
     where = sql_in(key, keys)
     found = table.search().where(where).select([key]).with_row_id(True).limit(limit).to_list()
-    if not found or not columns:
-        return found
+    if not found:
+        return []
     wanted = [key, *(c for c in columns if c != key)]
     rows: list[dict[str, Any]] = (
         table.take_row_ids([r["_rowid"] for r in found]).select(wanted).to_list()
