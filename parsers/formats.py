@@ -158,7 +158,8 @@ FORMATS: tuple[FormatSpec, ...] = (
         # 2: formatting runs never split a word; ruby keeps its base text.
         # 3: headers, footers, footnotes and altChunk parts in the text (issue #32).
         # 4: RTF and nested-DOCX altChunk parts read too; embedded objects read.
-        version="4",
+        # 5: OLE Packager objects (any file) and Acrobat-embedded PDFs read.
+        version="5",
         binary=True,
         container="zip",
         main_part="word/",
@@ -175,7 +176,8 @@ FORMATS: tuple[FormatSpec, ...] = (
         fallback=UNSTRUCTURED,
         # 2: layout/master shapes, SmartArt and notes in the text (issue #32).
         # 3: embedded objects (worksheets, documents, decks; OLE 97-2003 ones too) read.
-        version="3",
+        # 4: SmartArt on layouts and masters; OLE Packager objects and Acrobat PDFs read.
+        version="4",
         binary=True,
         container="zip",
         main_part="ppt/",
@@ -208,7 +210,7 @@ FORMATS: tuple[FormatSpec, ...] = (
         "Word 97-2003",
         "LibreOffice",
         _LO,
-        version="4",  # as docx 4
+        version="5",  # as docx 5
         binary=True,
         options=_options(docling="DOC", docling_backend=_WORDS),
     ),
@@ -219,7 +221,7 @@ FORMATS: tuple[FormatSpec, ...] = (
         "PowerPoint 97-2003",
         "LibreOffice",
         _LO,
-        version="3",  # as pptx 3
+        version="4",  # as pptx 4
         binary=True,
         options=_options(docling="PPT", docling_backend=_CHARTS),
     ),
@@ -441,8 +443,8 @@ FORMATS: tuple[FormatSpec, ...] = (
         # on a machine without LibreOffice; it decodes only Western code pages.
         fallback=UNSTRUCTURED,
         # 2: LibreOffice -> DOCX -> docling instead of pandoc.
-        # 3: as docx 3 (headers, footers, footnotes in the text). 4: as docx 4.
-        version="4",
+        # 3: as docx 3 (headers, footers, footnotes in the text). 4: as docx 4. 5: as docx 5.
+        version="5",
         binary=True,
         options=_options(docling="RTF", docling_backend=_WORDS, unstructured="rtf"),
     ),

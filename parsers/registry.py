@@ -16,6 +16,7 @@ import json
 import re
 import tempfile
 from collections.abc import Iterator
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,6 +31,12 @@ if TYPE_CHECKING:
     from docling_core.types.doc import DoclingDocument
 
 _META_CHARSET = re.compile(rb"(<meta[^>]+charset\s*=\s*[\"']?)([\w-]+)", re.I)
+# The settings of the parse under way and how many files deep it is: a file embedded in
+# another (``parse_embedded``) is read with the same settings, and only so deep.
+_PARSING: ContextVar[tuple[ParseSettings, int] | None] = ContextVar(
+    "corpusflow_parsing", default=None
+)
+MAX_EMBEDDED_DEPTH = 2  # a document and the files in it; a file in one of those is not read
 
 
 def _title(doc: DoclingDocument, fallback: str) -> str:
@@ -176,13 +183,40 @@ def parse_file(
     missing = spec.missing()
     if missing and spec.fallback is None:
         raise ParseError(Category.UNSUPPORTED, f"{spec.description} ({fmt}): {missing}")
-    if spec.text:
-        with as_utf8(path, spec) as (source, codec_warnings):
-            result = _run_backend(source, spec, settings, missing)
-        result.warnings[:0] = codec_warnings
-    else:
-        result = _run_backend(path, spec, settings, missing)
+    outer = _PARSING.get()
+    token = _PARSING.set((settings, (outer[1] if outer else 0) + 1))
+    try:
+        if spec.text:
+            with as_utf8(path, spec) as (source, codec_warnings):
+                result = _run_backend(source, spec, settings, missing)
+            result.warnings[:0] = codec_warnings
+        else:
+            result = _run_backend(path, spec, settings, missing)
+    finally:
+        _PARSING.reset(token)
     return _document(path, fmt, result, metadata)
+
+
+def parse_embedded(name: str, data: bytes) -> ParsedDocument:
+    """A file carried inside the document being parsed (an OLE package in a slide, say),
+    parsed as a file of its own kind (detected from its bytes, as any file's is) with
+    the enclosing parse's settings, in a temporary folder (the parser child's scratch
+    folder). Raises ParseError as ``parse_file`` does, and ``too_large`` past
+    ``MAX_EMBEDDED_DEPTH`` files deep."""
+    outer = _PARSING.get()
+    settings, depth = outer if outer else (ParseSettings(), 0)
+    if depth >= MAX_EMBEDDED_DEPTH:
+        raise ParseError(
+            Category.TOO_LARGE, f"{name}: embedded more than {MAX_EMBEDDED_DEPTH} files deep"
+        )
+    # Only the last component of the name the object carries, without characters a
+    # file name cannot hold; the extension helps tell text kinds apart.
+    base = re.sub(r"[\x00-\x1f/\\:]", "_", name.replace("\\", "/").rsplit("/", 1)[-1])
+    base = base.strip(". ")[:120] or "embedded"
+    with tempfile.TemporaryDirectory(prefix="corpusflow-embedded-") as folder:
+        path = Path(folder) / base
+        path.write_bytes(data)
+        return parse_file(path, settings)
 
 
 def _document(

@@ -13,7 +13,8 @@ PowerPoint (``ViewerPptxBackend``; also ``.ppt`` after LibreOffice):
   with ``showMasterSp="0"`` hides what lies below it), so chunks do not repeat it per slide.
 - **SmartArt.** A diagram's text lives in its data part (``ppt/diagrams/data*.xml``,
   the ``dgm:t`` of each ``dgm:pt``), which python-pptx does not read. Each point's text is
-  one item at the end of the slide that holds the diagram.
+  one item at the end of the slide that holds the diagram; a diagram on a layout or master
+  is read once, as that layout's or master's text boxes are.
 - **Speaker notes.** docling keeps them in its ``notes`` layer, out of the Markdown; they
   are moved to the body after the slide's content (a hidden slide's stay where they are).
 
@@ -107,7 +108,8 @@ def diagram_point_texts(data_xml: bytes) -> list[str]:
 
 
 def slide_diagram_texts(slide: Any) -> list[tuple[Any, list[str]]]:
-    """(graphic frame element, point texts) of every SmartArt diagram on ``slide``."""
+    """(graphic frame element, point texts) of every SmartArt diagram on ``slide`` (or on
+    a slide layout or master: anything with a shape tree and part relationships)."""
     found = []
     seen: set[str] = set()  # a frame in both branches of an mc:AlternateContent: once
     for rel_ids in slide._element.iterfind(".//p:graphicFrame//dgm:relIds", _NS):
@@ -119,6 +121,12 @@ def slide_diagram_texts(slide: Any) -> list[tuple[Any, list[str]]]:
         frame = next(a for a in rel_ids.iterancestors(f"{{{_P}}}graphicFrame"))
         found.append((frame, texts))
     return found
+
+
+def _is_hidden(frame: Any) -> bool:
+    """Whether a graphic frame is hidden (``cNvPr hidden``)."""
+    c_nv_pr = frame.find("p:nvGraphicFramePr/p:cNvPr", _NS)
+    return c_nv_pr is not None and c_nv_pr.get("hidden") in ("1", "true")
 
 
 def _shows_below(owner: Any) -> bool:
@@ -205,9 +213,7 @@ class ViewerPptxBackend(ChartPptxBackend):
             )
 
         for frame, texts in slide_diagram_texts(slide):
-            c_nv_pr = frame.find("p:nvGraphicFramePr/p:cNvPr", _NS)
-            hidden = c_nv_pr is not None and c_nv_pr.get("hidden") in ("1", "true")
-            frame_layer = ContentLayer.INVISIBLE if hidden else layer
+            frame_layer = ContentLayer.INVISIBLE if _is_hidden(frame) else layer
             shape = _FrameBox(frame)
             for text in texts:
                 add(shape, text, frame_layer)
@@ -226,16 +232,26 @@ class ViewerPptxBackend(ChartPptxBackend):
                 if name in shown:
                     continue
                 shown.add(name)
-                for shape in _non_placeholder_text_shapes(owner.shapes):
-                    for paragraph in shape.text_frame.paragraphs:
-                        text = _clean(paragraph.text)
-                        # The same line on several layouts (a footer box copied to each)
-                        # is read once too; a slide-number field alone ("‹#›") has no
-                        # words to read.
-                        if not any(c.isalnum() for c in text) or f"\0{text}" in shown:
-                            continue
-                        shown.add(f"\0{text}")
-                        add(shape, text)
+                lines: list[tuple[Any, str]] = [
+                    (shape, _clean(paragraph.text))
+                    for shape in _non_placeholder_text_shapes(owner.shapes)
+                    for paragraph in shape.text_frame.paragraphs
+                ]
+                # SmartArt drawn on the layout or master (a process banner on every slide)
+                lines += [
+                    (_FrameBox(frame), text)
+                    for frame, texts in slide_diagram_texts(owner)
+                    if not _is_hidden(frame)
+                    for text in texts
+                ]
+                for shape, text in lines:
+                    # The same line on several layouts (a footer box copied to each)
+                    # is read once too; a slide-number field alone ("‹#›") has no
+                    # words to read.
+                    if not any(c.isalnum() for c in text) or f"\0{text}" in shown:
+                        continue
+                    shown.add(f"\0{text}")
+                    add(shape, text)
 
         added = [ref for ref in group.children if ref not in before]
         if not hidden_slide:
@@ -620,10 +636,61 @@ def _package_kind(blob: bytes) -> tuple[str, str] | None:
     return None
 
 
-def embedded_object(part_name: str, blob: bytes) -> tuple[str, Any] | None:
-    """An embedded object's kind ("Excel worksheet", ...) and its content as a
-    DoclingDocument, read as a file of that kind is; None for a kind not read here
-    (pictures, OLE packages of other programs)."""
+def ole_package(native: bytes) -> tuple[str, bytes] | None:
+    """(file name, bytes) of the file an OLE Packager object carries: its
+    ``\\x01Ole10Native`` stream (MS-OLEDS 2.3.6 and the Packager's own layout: total size,
+    a flags word, the label, the source path, two reserved words, the temporary path's
+    length and the path, then the data's size and the data). None when the stream is not
+    of that layout (a command-line package, say)."""
+    import struct
+
+    def cstring(at: int) -> tuple[bytes, int]:
+        end = native.find(b"\0", at)
+        if end < 0:
+            raise ValueError("unterminated string")
+        return native[at:end], end + 1
+
+    try:
+        at = 6  # total size, flags
+        label, at = cstring(at)
+        source, at = cstring(at)
+        (kind,) = struct.unpack_from("<I", native, at)
+        if kind >> 16 != 3:  # 3: an embedded file (1 is a link to one)
+            return None
+        (length,) = struct.unpack_from("<I", native, at + 4)
+        temp = native[at + 8 : at + 8 + length].rstrip(b"\0")
+        at += 8 + length
+        (size,) = struct.unpack_from("<I", native, at)
+        data = native[at + 4 : at + 4 + size]
+    except (ValueError, struct.error):
+        return None
+    if len(data) != size or not data:
+        return None
+    names = [_ansi(raw).replace("\\", "/").rsplit("/", 1)[-1] for raw in (label, source, temp)]
+    # The label is what Office shows under the icon; a path's name has the extension
+    # when the label was edited to say something else.
+    return next((n for n in names if "." in n), names[0] or "package"), data
+
+
+def _ansi(raw: bytes) -> str:
+    """A name in the writer's ANSI code page, which the object does not record: UTF-8
+    or GBK when the bytes are valid as such (a Chinese Windows), else Windows-1252."""
+    for codec in ("utf-8", "gbk"):
+        try:
+            return raw.decode(codec).strip()
+        except UnicodeDecodeError:
+            continue
+    return raw.decode("cp1252", "replace").strip()
+
+
+def embedded_object(
+    part_name: str, blob: bytes, warnings: list[tuple[str, str]] | None = None
+) -> tuple[str, Any, str | None] | None:
+    """An embedded object's kind ("Excel worksheet", ...), its content as a
+    DoclingDocument, read as a file of that kind is, and the name of the file it holds
+    where it says one (an OLE Packager object: any file the product reads, parsed as
+    such a file is, whose parse warnings go to ``warnings``); None for a kind not read
+    here (pictures, other programs' objects)."""
     import io
     from pathlib import PurePosixPath
 
@@ -632,6 +699,7 @@ def embedded_object(part_name: str, blob: bytes) -> tuple[str, Any] | None:
 
     suffix = PurePosixPath(part_name).suffix.lower()
     kind: tuple[str, str] | None = _EMBEDDED_PACKAGES.get(suffix)
+    packaged: tuple[str, bytes] | None = None
     if kind is None and blob.startswith(OLE_MAGIC):
         import olefile
 
@@ -645,17 +713,34 @@ def embedded_object(part_name: str, blob: bytes) -> tuple[str, Any] | None:
                 if "package" in streams:  # an OOXML package wrapped in an OLE object
                     blob = ole.openstream("Package").read()
                     kind = _package_kind(blob) if blob[:4] == b"PK\x03\x04" else None
-    if kind is None:
+                elif "\x01ole10native" in streams:  # the Packager: any file
+                    packaged = ole_package(ole.openstream("\x01Ole10Native").read())
+                elif "contents" in streams:  # Acrobat's object keeps the PDF itself
+                    contents = ole.openstream("CONTENTS").read()
+                    if contents.startswith(b"%PDF-"):
+                        packaged = ("document.pdf", contents)
+    if packaged is not None:
+        from parsers.registry import parse_embedded
+
+        parsed = parse_embedded(*packaged)
+        if warnings is not None:
+            warnings += [(w.source, f"{packaged[0]}: {w.message}") for w in parsed.warnings]
+        markdown = parsed.markdown
+        name = f"{parsed.format.upper()} file"  # "Embedded PDF file (annex.pdf):"
+        shown: str | None = packaged[0]
+    elif kind is not None:
+        name = _KIND_NAMES.get(kind[0]) or next(n for _s, f, _e, n in _OLE_STREAMS if f == kind[0])
+        read = convert_bytes(blob, "embedded", *kind).doc
+        markdown = str(read.export_to_markdown(escape_underscores=False))
+        shown = None
+    else:
         return None
-    name = _KIND_NAMES.get(kind[0]) or next(n for _s, f, _e, n in _OLE_STREAMS if f == kind[0])
-    read = convert_bytes(blob, "embedded", *kind).doc
     # Carried over as its Markdown, read back by docling's Markdown reader: headings,
     # lists and tables kept, and none of the cross-references (rich table cells) that
     # docling-core's add_document leaves inconsistent in the host document.
-    markdown = str(read.export_to_markdown(escape_underscores=False))
     sub = convert_markdown(markdown, "embedded").doc
     _flatten_rich_cells(sub)
-    return name, sub
+    return name, sub, shown
 
 
 def _flatten_rich_cells(doc: Any) -> None:
@@ -693,16 +778,16 @@ def add_embedded_objects(
             warnings.append(("viewer-text", f"embedded objects after {MAX_EMBEDDED} not read"))
             return
         try:
-            found = embedded_object(name, part.blob)
+            found = embedded_object(name, part.blob, warnings)
         except Exception as exc:
             warnings.append(("viewer-text", f"embedded object {name}: {exc}"))
             continue
         if found is None:
             continue
-        kind, sub = found
+        kind, sub, shown = found
         if not sub.body.children:
             continue
-        base = name.rsplit("/", 1)[-1]
+        base = shown or name.rsplit("/", 1)[-1]
         host = parent if parent is not None else doc.body
         before = list(host.children)
         doc.add_text(label=DocItemLabel.TEXT, parent=parent, text=f"Embedded {kind} ({base}):")

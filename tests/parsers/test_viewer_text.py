@@ -72,24 +72,27 @@ def _rewrite_zip(data: bytes, edits: dict[str, Any], extra: dict[str, bytes]) ->
     return out.getvalue()
 
 
-def _with_smartart(data: bytes, slide_no: int, data_xml: str) -> bytes:
-    """A SmartArt diagram frame on slide ``slide_no`` with its data part."""
-    rel = f'<Relationship Id="rIdDgm1" Type="{_DGM_REL}" Target="../diagrams/data1.xml"/>'
-    override = f'<Override PartName="/ppt/diagrams/data1.xml" ContentType="{_DGM_TYPE}"/>'
+def _with_smartart(
+    data: bytes, data_xml: str, part: str = "slides/slide1.xml", number: int = 1
+) -> bytes:
+    """A SmartArt diagram frame on ``ppt/<part>`` (a slide, layout or master) with its
+    data part ``ppt/diagrams/data<number>.xml``."""
+    folder, name = part.rsplit("/", 1)
+    target = f"../diagrams/data{number}.xml"
+    rel = f'<Relationship Id="rIdDgm1" Type="{_DGM_REL}" Target="{target}"/>'
+    override = f'<Override PartName="/ppt/diagrams/data{number}.xml" ContentType="{_DGM_TYPE}"/>'
     return _rewrite_zip(
         data,
         {
-            f"ppt/slides/slide{slide_no}.xml": lambda b: b.replace(
-                b"</p:spTree>", _FRAME.encode() + b"</p:spTree>", 1
-            ),
-            f"ppt/slides/_rels/slide{slide_no}.xml.rels": lambda b: b.replace(
+            f"ppt/{part}": lambda b: b.replace(b"</p:spTree>", _FRAME.encode() + b"</p:spTree>", 1),
+            f"ppt/{folder}/_rels/{name}.rels": lambda b: b.replace(
                 b"</Relationships>", rel.encode() + b"</Relationships>"
             ),
             "[Content_Types].xml": lambda b: b.replace(
                 b"</Types>", override.encode() + b"</Types>"
             ),
         },
-        {"ppt/diagrams/data1.xml": data_xml.encode()},
+        {f"ppt/diagrams/data{number}.xml": data_xml.encode()},
     )
 
 
@@ -132,7 +135,7 @@ def _deck(
     prs.save(buf)
     data = buf.getvalue()
     if smartart is not None:
-        data = _with_smartart(data, 1, smartart)
+        data = _with_smartart(data, smartart)
     path.write_bytes(data)
     return path
 
@@ -181,6 +184,28 @@ def test_pptx_master_layout_smartart_and_notes_read_once(tmp_path: Path) -> None
     assert order == sorted(order)
     # The master's placeholders hold prompt text that no slide shows.
     assert "Click to edit" not in md
+    assert not doc.warnings
+
+
+def test_pptx_smartart_on_layout_and_master_read_once(tmp_path: Path) -> None:
+    """A SmartArt diagram drawn on the layout and another on the master show on every
+    slide: each point's text is read once, on the first slide that shows them."""
+    deck = _deck(tmp_path / "deck.pptx", master_text=False, notes=False)
+    data = _with_smartart(
+        deck.read_bytes(),
+        _diagram_data(["Quillon Intake Stage", "Vorpalite Review Stage"]),
+        "slideLayouts/slideLayout2.xml",
+        1,
+    )
+    data = _with_smartart(
+        data, _diagram_data(["Masterwide Brindlecap Process"]), "slideMasters/slideMaster1.xml", 2
+    )
+    deck.write_bytes(data)
+    doc = parse_file(deck)
+    sections = _sections(doc.markdown)
+    for text in ("Quillon Intake Stage", "Vorpalite Review Stage", "Masterwide Brindlecap Process"):
+        assert doc.markdown.count(text) == 1, (text, doc.markdown)
+        assert text in sections["Slide title number 0"]
     assert not doc.warnings
 
 
@@ -553,3 +578,68 @@ def test_embedded_objects_read_as_their_kind(tmp_path: Path, shared_corpus: Path
     assert "## Swimming in the lake" in md  # the memo's own headings
     assert "| Berries |" in md.replace("  ", " ").replace("  ", " ")  # and its table
     assert not [w for w in doc.warnings if w.source == "viewer-text"]
+
+
+def _packager_deck(path: Path, objects: list[tuple[str, bytes | None]]) -> Path:
+    """A deck with one slide per (title, OLE object bytes) on the 'Title Only' layout,
+    each object embedded as PowerPoint embeds a Packager (or other OLE) object."""
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    prs = Presentation()
+    for title, blob in objects:
+        slide = prs.slides.add_slide(prs.slide_layouts[5])
+        slide.shapes.title.text = title
+        if blob is not None:
+            slide.shapes.add_ole_object(io.BytesIO(blob), "Package", Inches(1), Inches(2))
+    prs.save(path)
+    return path
+
+
+def test_ole_packager_and_acrobat_objects_read_as_their_files(tmp_path: Path) -> None:
+    """A PDF dropped on a slide (the Packager's ``\\x01Ole10Native``: any file, here a
+    PDF) and a PDF embedded by Acrobat (its ``CONTENTS`` stream) are read as the PDFs
+    they are, in place, under their own names; a packaged deck holding another package
+    is read one level deep, and says so."""
+    from tests.helpers.cfb import compound_file, ole10_native
+    from tests.helpers.pdfgen import write_pdf
+
+    annex = write_pdf(
+        tmp_path / "annex.pdf", [[(18, "Audit Annex Findings"), (11, "Quorvex ledgers balance")]]
+    ).read_bytes()
+    acro = write_pdf(tmp_path / "acro.pdf", [[(11, "Acrobat stored Wendigrail memo")]])
+    deck = _packager_deck(
+        tmp_path / "deck.pptx",
+        [
+            (
+                "Findings slide",
+                compound_file({"\x01Ole10Native": ole10_native("annex.pdf", annex)}),
+            ),
+            ("Acrobat slide", compound_file({"CONTENTS": acro.read_bytes()})),
+            ("Closing slide", None),
+        ],
+    )
+    doc = parse_file(deck)
+    md = doc.markdown
+    assert "Quorvex ledgers balance" in md
+    assert "Wendigrail memo" in md
+    assert md.index("Findings slide") < md.index("(annex.pdf):") < md.index("Quorvex")
+    assert md.index("Acrobat slide") < md.index("Wendigrail") < md.index("Closing slide")
+    assert not [w for w in doc.warnings if w.source == "viewer-text"], doc.warnings
+
+    # A package inside a packaged deck: the outer package is read, the inner is not.
+    inner = compound_file({"\x01Ole10Native": ole10_native("annex.pdf", annex)})
+    middle = _packager_deck(tmp_path / "middle.pptx", [("Middle deck Ysolde", inner)])
+    outer = _packager_deck(
+        tmp_path / "outer.pptx",
+        [
+            (
+                "Outer",
+                compound_file({"\x01Ole10Native": ole10_native("m.pptx", middle.read_bytes())}),
+            )
+        ],
+    )
+    doc = parse_file(outer)
+    assert "Middle deck Ysolde" in doc.markdown
+    assert "Quorvex" not in doc.markdown
+    assert any("files deep" in w.message for w in doc.warnings), doc.warnings
