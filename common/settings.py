@@ -82,7 +82,7 @@ class SourceSettings(_Section):
     expand_messages: bool = Field(
         True,
         description=(
-            "List the attachments of .eml e-mail messages in local folders as documents of "
+            "List the attachments of .eml and Outlook .msg messages in local folders as documents of "
             "their own (path mail.eml/attachment.pdf, parsed by their own format) beside the "
             "message's body and headers (mail.eml); off: a message is one document."
         ),

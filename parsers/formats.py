@@ -427,7 +427,8 @@ FORMATS: tuple[FormatSpec, ...] = (
         "msg",
         (".msg",),
         UNSTRUCTURED,
-        "Outlook e-mail",
+        "Outlook e-mail; in a source folder each attached file is its own document, path "
+        "mail.msg/attachment (sources.mail)",
         binary=True,
         version="2",  # RFC 2047 sender, recipient, subject and attachment names decoded
         options=_options(unstructured="msg"),

@@ -1,6 +1,8 @@
 """E-mail messages as folders of documents.
 
-An ``.eml`` message (MIME, RFC 5322) in a source is listed as its own document, the
+An ``.eml`` message (MIME, RFC 5322) or an Outlook ``.msg`` (read into a MIME message of
+its headers and attached files, ``OutlookMessage``; its body document is the .msg file
+itself) in a source is listed as its own document, the
 message's headers and body (``mail.eml``), and each attachment as a child document
 ``mail.eml/<attachment name>`` with its own ledger row, doc id and chunks, parsed by its
 own format (a PDF through the PDF path, a DOCX through docling, ...). A message attached
@@ -14,7 +16,7 @@ The body document holds the message's headers and its body part only (the part
 an attachment: nothing is indexed twice, and removing an attachment leaves the body's
 bytes, so its document, unchanged. Attachments are the other leaf parts: a part with a
 file name, or explicitly ``attachment``, or a document type (a PDF, an office file) even
-without a name (an S/MIME-encrypted body fails ``encrypted``, a ZIP attached fails
+without a name (an S/MIME- or PGP-encrypted body fails ``encrypted``, a ZIP attached fails
 ``unsupported`` saying to save it beside the message: containers of one kind nest only
 in their own kind); skipped are the other renderings of the body (``text/*`` without a
 name), pictures the HTML body shows (inline images with a Content-ID), unnamed inline
@@ -61,6 +63,7 @@ import contextlib
 import email
 import email.errors
 import email.policy
+import email.utils
 import functools
 import io
 import logging
@@ -92,7 +95,13 @@ from sources.members import (
 
 log = logging.getLogger(__name__)
 
-MESSAGE_EXTENSIONS = (".eml",)
+MESSAGE_EXTENSIONS = (".eml", ".msg")
+# An OLE2 compound file's first bytes: an Outlook .msg.
+_OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+# MS-OXCMSG PidTagAttachMethod, and its value for an Outlook item attached as an item.
+_PID_ATTACH_METHOD = 0x3705
+_ATTACH_EMBEDDED_MESSAGE = 5
+_OUTLOOK_ITEM = "application/x-outlook-item"
 # The key's last segment that names a message's body document.
 BODY = "body"
 # unstructured's e-mail partitioner reads the body HTML first, then plain text.
@@ -106,6 +115,7 @@ _SIGNATURES = frozenset(
     }
 )
 _SMIME = frozenset({"application/pkcs7-mime", "application/x-pkcs7-mime"})
+_PGP_ARMOR = b"-----BEGIN PGP MESSAGE-----"
 # Encodings raw 8-bit attachment names are told apart in; cp1252 is the Western default.
 _NAME_ENCODINGS = ("gb18030", "cp932", "cp950", "cp949", "cp1252")
 _ENCODED_WORD = re.compile(r"=\?([^?*]+)(?:\*[^?]*)?\?[bqBQ]\?")
@@ -122,8 +132,60 @@ def _crc(data: bytes) -> str:
 
 
 def _parse(data: bytes) -> EmailMessage:
-    """The message in ``data``; one saved as UTF-16/32 is read as the text it holds."""
+    """The message in ``data``: MIME (one saved as UTF-16/32 is read as the text it
+    holds), or an Outlook .msg (an OLE2 compound file) read as ``OutlookMessage``."""
+    if data.startswith(_OLE_MAGIC):
+        return _outlook(data)
     return cast(EmailMessage, email.message_from_bytes(as_8bit(data), policy=email.policy.default))
+
+
+class OutlookMessage(EmailMessage):
+    """An Outlook .msg as a MIME message: the headers an attachment's ``attached_to``
+    names (subject, from, date, message id; the body's parser reads the rest) and one ``attachment`` part per attached file, so listing, naming and
+    the bomb guards are the .eml code's. Its body document is the .msg file itself
+    (``original``), read by the msg parser, which leaves attachments out; a change to
+    an attachment therefore re-reads the body too (a saved .msg rarely changes)."""
+
+    original: bytes = b""
+
+
+def _outlook(data: bytes) -> EmailMessage:
+    from oxmsg import Message as OutlookFile
+
+    source = OutlookFile.load(data)
+    msg = OutlookMessage(policy=email.policy.default)
+    msg.original = data
+    headers = {
+        "Subject": source.subject or "",
+        "From": source.sender or "",
+        "Date": email.utils.format_datetime(source.sent_date) if source.sent_date else "",
+        "Message-ID": next(
+            (v for k, v in source.message_headers.items() if k.lower() == "message-id"), ""
+        ),
+    }
+    for name, value in headers.items():
+        with contextlib.suppress(Exception):  # a malformed header is left out, not the message
+            if value:
+                msg[name] = value
+    for index, attached in enumerate(source.attachments):
+        ctype = (attached.mime_type or "application/octet-stream").lower()
+        maintype, _, subtype = ctype.partition("/")
+        name = attached.file_name or ""
+        content = attached.file_bytes
+        if content is None:
+            method = attached.properties.int_prop_value(_PID_ATTACH_METHOD)
+            if method != _ATTACH_EMBEDDED_MESSAGE:
+                continue  # a link to a file elsewhere (by reference): nothing to read here
+            # An Outlook item attached as an item: its text is in no file of its own.
+            content, maintype, subtype = b"", *_OUTLOOK_ITEM.split("/")
+            name = name or f"item-{index + 1}"
+        msg.add_attachment(
+            content,
+            maintype=maintype or "application",
+            subtype=subtype or "octet-stream",
+            filename=name or None,
+        )
+    return msg
 
 
 @functools.lru_cache(maxsize=4)
@@ -163,6 +225,8 @@ def body_only(msg: EmailMessage) -> bytes:
     """The message's headers with only its body part: the body document's bytes. The
     body part is written as it came (its own Content-* headers, its payload in its own
     transfer encoding, 8-bit bytes kept)."""
+    if isinstance(msg, OutlookMessage):
+        return msg.original
     body = _body(msg)
     if body is msg:
         return msg.as_bytes()
@@ -184,8 +248,15 @@ def _role(part: EmailMessage, body: EmailMessage | None, hints: tuple[str, ...])
     ctype = part.get_content_type()
     if ctype in _SIGNATURES:
         return None
+    if ctype == _OUTLOOK_ITEM:
+        return "outlook-item"
     if ctype in _SMIME and part.get_param("smime-type") != "signed-data":
         return "encrypted"
+    if (
+        ctype == "application/octet-stream"
+        and _PGP_ARMOR in (cast(bytes, part.get_payload(decode=True) or b"")[:256])
+    ):
+        return "encrypted"  # PGP/MIME: the encrypted body beside its pgp-encrypted part
     name = _filename(part, hints)
     if ctype == "message/rfc822" or (name and is_message(name)):
         return "message"
@@ -315,7 +386,7 @@ class _Budget:
 
 
 # Bumped whenever what a message lists changes, so remembered listings are not reused.
-LISTING_VERSION = 2  # 2: messages saved as UTF-16/32 are read as text
+LISTING_VERSION = 3  # 2: messages saved as UTF-16/32 are read as text; 3: .msg, PGP
 
 
 def list_message(path: Path, settings: SourceSettings) -> Listing:
@@ -440,8 +511,15 @@ def _refusal(role: str, path: str) -> tuple[str, str] | None:
     if role == "encrypted":
         return (
             Category.ENCRYPTED.value,
-            f"{path} is an S/MIME-encrypted message body: decrypt the message with its "
-            "recipient's key and ingest the decrypted .eml, or exclude it (source.exclude)",
+            f"{path} is an encrypted message body (S/MIME or PGP): decrypt the message with "
+            "its recipient's key and ingest the decrypted message, or exclude it "
+            "(source.exclude)",
+        )
+    if role == "outlook-item":
+        return (
+            Category.UNSUPPORTED.value,
+            f"{path} is an Outlook item attached as an item, not as a file: open the message "
+            "in Outlook, save the item as a .msg file and ingest that",
         )
     if path.lower().endswith(ARCHIVE_EXTENSIONS):
         return (

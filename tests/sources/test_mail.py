@@ -497,3 +497,55 @@ def test_messages_saved_as_utf16_are_read_as_messages(tmp_path: Path) -> None:
         assert "4200 newton metres" in " ".join(
             c["text"] for c in chunks if c["path"] == f"{name}/yaw.pdf"
         )
+
+
+DATA = Path(__file__).parent.parent / "data" / "unstructured"
+
+
+@flow
+def test_outlook_messages_are_folders_too(tmp_path: Path) -> None:
+    """An Outlook .msg lists its attached files as documents (``note.msg/file.txt``), its
+    body being the .msg itself; a .msg attached to an .eml is a nested folder; a PGP
+    body fails ``encrypted``, not ``unsupported``."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    outlook = (DATA / "fake-email-attachment.msg").read_bytes()
+    (corpus / "note.msg").write_bytes(outlook)
+    (corpus / "locked.msg").write_bytes((DATA / "fake-encrypted.msg").read_bytes())
+    forwarded = _message("Fwd: note", [("note.msg", outlook, "application/vnd.ms-outlook")])
+    (corpus / "fwd.eml").write_bytes(forwarded.as_bytes())
+    listed = _listing(corpus)
+    assert set(listed) == {
+        "note.msg",
+        "note.msg/fake-attachment.txt",
+        "locked.msg",
+        "locked.msg/ATT00002.bin",
+        "fwd.eml",
+        "fwd.eml/note.msg",
+        "fwd.eml/note.msg/fake-attachment.txt",
+    }
+    refusal = listed["locked.msg/ATT00002.bin"].refusal
+    assert refusal is not None and refusal[0] == Category.ENCRYPTED.value, refusal
+    source = LocalSource(corpus, SourceSettings(listing_cache="off"))
+    with source.fetch(listed["note.msg"]) as local:
+        assert Path(local).read_bytes() == outlook  # the body document is the .msg itself
+
+    settings = _settings(tmp_path / "db")
+    report = refresh_flow(str(corpus), settings.model_dump_json())
+    assert (report["new"], report["failed"]) == (7, 1), report
+    ledger = _ledger(tmp_path / "db")
+    for path in ("note.msg", "fwd.eml/note.msg"):
+        assert ledger[path]["format"] == "msg" and ledger[path]["status"] == "indexed"
+        attached = ledger[f"{path}/fake-attachment.txt"]
+        assert attached["status"] == "indexed", attached
+        meta = json.loads(attached["metadata_json"])["attached_to"]
+        assert meta["path"] == path
+        assert meta["subject"] == "Fake email with attachment"
+        assert meta["from"] == "Mallori Harrell <mallori@unstructured.io>"
+    assert ledger["locked.msg/ATT00002.bin"]["error_category"] == "encrypted"
+    chunks = _chunks(tmp_path / "db")
+    text = {c["path"]: c["text"] for c in chunks}
+    assert "fake attachment" in text["note.msg/fake-attachment.txt"]
+    assert "fake attachment" not in text["note.msg"]  # not indexed twice
+    again = refresh_flow(str(corpus), settings.model_dump_json())
+    assert (again["unchanged"], again["new"], again["changed"]) == (7, 0, 0), again
