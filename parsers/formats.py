@@ -145,7 +145,10 @@ FORMATS: tuple[FormatSpec, ...] = (
         "PDF: text layer with headings and tables; OCR for scans",
         # 2: OCR never replaces a page's text layer with less text.
         # 3: tables continued on the next page are joined (parsers.table_joins).
-        version="3",
+        # 4: fewer false headings: code in a monospace face, upright text, lines ending
+        #    in a colon or a broken word, labels above tick values, and running heads
+        #    that spell an outline title stay text (issue #32).
+        version="4",
         binary=True,
     ),
     FormatSpec(

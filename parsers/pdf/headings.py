@@ -345,6 +345,10 @@ def classify_headings(
     for block in text_blocks:
         text = block.text
         found = _outline_level(text, outline_levels)
+        if found is not None and all(id(ln) in furniture for ln in block.lines):
+            # The outline names a chapter once; a running head that spells its title
+            # on every page of it ("CHAPTER II. THE POOL OF TEARS") is still furniture.
+            found = None
         if found is not None:
             block.kind = "heading"
             block.level = found + 1
@@ -428,14 +432,25 @@ def _is_heading(
         return False
     if block.lines[0].bullet or BULLET_START.match(text):
         return False  # "• Tensile strength": a list item, however it is set
+    if text.rstrip().endswith((":", "\uff1a")):
+        return False  # "Consider including:", "Input:": a lead-in to what follows
     if _CAPTION_LABEL.match(text.strip()):
         return False
     if _TOC_ENTRY.search(text):
         return False  # "2.1 Scope . . . . 7": a table-of-contents entry
     if all(id(ln) in furniture for ln in block.lines):
         return False  # a running head or foot, repeated on every page
+    if any(
+        len(ln.text.strip()) >= 4 and ln.bottom - ln.top > 2 * (ln.right - ln.left)
+        for ln in block.lines
+    ):
+        return False  # set upright: a chart's axis title, a stamp in the margin
+    if re.search(r"[^\W\d_]-$", text.rstrip()):
+        return False  # "... num et fer-": a word broken at the line end, running text
     ratio = block.height / max(body.size, 0.1)
     larger = block.height >= body.size * 1.15 + 0.5
+    if not larger and all(is_mono_face(ln.font) for ln in block.lines):
+        return False  # "public:", "else" set bold in a listing: code, not a heading
     # Strong cues set a heading apart from the running text on their own: a
     # clearly larger size, or bold where the body is not.
     strong = larger or (block.bold and not body.bold)
@@ -472,9 +487,20 @@ def _is_heading(
         above = [ln.bottom for ln in page_lines if ln.bottom <= first.top + 0.5]
         if not above or first.top - max(above) > 3 * first.height:
             return False
+    # A heading introduces text. What comes next on its page without a letter in it
+    # ("0", "122", "(1)") is a chart's tick values or an equation's number: the line
+    # is an axis title or a formula.
+    nxt_i = position[id(block)] + 1
+    if nxt_i < len(blocks):
+        nb = blocks[nxt_i]
+        if (
+            nb.kind != "table"
+            and nb.lines[0].page_no == last.page_no
+            and not any(c.isalpha() for c in nb.text)
+        ):
+            return False
     # A bold phrase that the next line continues in lower case, at the same
     # size, is emphasis inside a sentence, not a heading.
-    nxt_i = position[id(block)] + 1
     if not larger and nxt_i < len(blocks):
         nl = blocks[nxt_i].lines[0]
         if (

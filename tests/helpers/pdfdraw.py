@@ -25,6 +25,7 @@ class Page:
         font: str = "Helvetica",
         size: float = 10,
         stroked: bool = False,
+        upward: bool = False,
     ) -> None:
         import pypdfium2.raw as c
 
@@ -33,7 +34,10 @@ class Page:
         c.FPDFText_SetText(obj, ctypes.cast(buf, ctypes.POINTER(c.FPDF_WCHAR)))
         if stroked:  # filled, then stroked: how a face without a bold is emboldened
             c.FPDFTextObj_SetTextRenderMode(obj, c.FPDF_TEXTRENDERMODE_FILL_STROKE)
-        c.FPDFPageObj_Transform(obj, 1, 0, 0, 1, x, PAGE_H - y)
+        if upward:  # turned a quarter left, read bottom to top (a chart's y-axis title)
+            c.FPDFPageObj_Transform(obj, 0, 1, -1, 0, x, PAGE_H - y)
+        else:
+            c.FPDFPageObj_Transform(obj, 1, 0, 0, 1, x, PAGE_H - y)
         c.FPDFPage_InsertObject(self.page.raw, obj)
 
     def line(self, x0: float, y0: float, x1: float, y1: float) -> None:

@@ -19,7 +19,7 @@ from parsers.pdf.assemble import lines_to_document
 from parsers.pdf.blocks import Block
 from parsers.pdf.offline import parse_offline
 from parsers.pdf.primitives import Line, Word, fold_radicals, is_bold_face
-from tests.helpers.pdfdraw import Page, make_pdf
+from tests.helpers.pdfdraw import Page, add_outline, make_pdf
 
 
 def parse_pdf_offline(path: Path, settings: ParseSettings) -> tuple[Any, str, list[Any]]:
@@ -444,6 +444,72 @@ def test_running_heads_captions_and_bullets_are_not_headings(tmp_path: Path) -> 
     assert not any("CHAPTER" in h for h in heads), heads
     assert not any(h.startswith(("Table", "\u2022")) for h in heads), heads
     assert "Tensile strength" in md and "Table 4" in md  # kept as text
+
+
+def test_running_heads_stay_text_when_the_outline_names_their_chapter(tmp_path: Path) -> None:
+    """The outline names each chapter once; a running head that spells the chapter's
+    title ("CHAPTER II. THE POOL OF TEARS" on every page of it) is still page furniture,
+    not one more heading per page."""
+    pages = [book_page("CHAPTER II. THE POOL OF TEARS", k == 0) for k in range(4)]
+    pages += [book_page("CHAPTER III. A CAUCUS-RACE", False) for _ in range(8)]
+    path = make_pdf(tmp_path / "book.pdf", *pages)
+    add_outline(path, [(0, "The Pool of Tears", 1), (0, "A Caucus-Race", 5)])
+    md = parse_offline(path, ParseSettings()).doc.export_to_markdown()
+    assert _headings(md) == ["The Pool of Tears"], md
+
+
+def not_headings_page(p: Page) -> None:
+    """Lines set apart like headings that are not: a keyword of a code listing set bold,
+    a chart's axis titles above or beside its tick values, a larger lead-in line that
+    a hyphen breaks mid-word, a stamp turned upright in the margin, a bold lead-in
+    ending in a colon; one real heading."""
+    p.text("Overview", 72, 80, "Helvetica-Bold", 14)
+    p.text("arXiv:2212.08410v3 [cs.CL] 1 Jun 2023", 40, 420, "Times-Roman", 20, upward=True)
+    y = p.paragraph(MANUAL, 100.0) + 14
+    p.text("class Solver {", 72, y, "Courier")
+    p.text("public:", 72, y + 12, "Courier-Bold")  # syntax highlighting
+    p.text("    Solver(int n);", 72, y + 24, "Courier")
+    p.text("    double run();", 72, y + 36, "Courier")
+    p.text("};", 72, y + 48, "Courier")
+    y = p.paragraph(MANUAL, y + 74) + 30
+    p.text("Number of ulcers", 80, y + 120, "Helvetica-Bold", 10, upward=True)
+    for k, tick in enumerate(("0", "50", "100", "150")):
+        p.text(tick, 100, y + 110 - 30 * k, "Helvetica", 8)
+    p.text("GMP concentration (mg/L)", 200, y + 140, "Helvetica-Bold", 10)
+    for k, tick in enumerate(("0", "10", "20", "30")):
+        p.text(tick, 120 + 60 * k, y + 155, "Helvetica", 8)
+    y += 190
+    p.text("Tamen condeturque saxa pallorque num et fer-", 72, y, "Helvetica-Bold", 12)
+    p.paragraph(["arum promittis inveni lilia iuvencae adessent arbore.", *MANUAL], y + 14)
+    y = p.paragraph(MANUAL, y + 80) + 20
+    p.text("Consider including:", 72, y, "Helvetica-Bold", 10)  # a lead-in to a list
+    p.paragraph(["the time of the transfer and who was told;", "the medicines given."], y + 14)
+
+
+@pytest.fixture(scope="module")
+def not_headings_md(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = make_pdf(tmp_path_factory.mktemp("pdf") / "not_headings.pdf", not_headings_page)
+    return str(parse_offline(path, ParseSettings()).doc.export_to_markdown())
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "public:",  # bold monospace: code, whatever its weight
+        "Number of ulcers",  # upright: text set vertically is a label or a stamp
+        "arXiv:2212.08410v3 [cs.CL] 1 Jun 2023",
+        "GMP concentration (mg/L)",  # the text below it has no letters: tick values
+        "Tamen condeturque saxa pallorque num et fer-",  # a word broken at its end
+        "Consider including:",  # ends in a colon: it introduces what follows
+    ],
+)
+def test_code_chart_labels_and_broken_lines_are_not_headings(
+    not_headings_md: str, line: str
+) -> None:
+    heads = _headings(not_headings_md)
+    assert "Overview" in heads, not_headings_md
+    assert not any(line.rstrip("-") in h for h in heads), heads
+    assert line.rstrip("-") in not_headings_md.replace("\\_", "_")  # kept as text
 
 
 def test_korean_lines_join_with_a_space_chinese_without() -> None:
