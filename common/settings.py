@@ -638,6 +638,13 @@ class SearchSettings(_Section):
         description="Weight of the keyword (or sparse) leg for a query with Chinese, "
         "Japanese or Korean characters (the ICU keyword index segments them into words).",
     )
+    distinct_parents: bool = Field(
+        True,
+        description="Hybrid search returns at most one chunk per parent section while other "
+        "candidates remain: a section's later chunks come after every other section's first "
+        "(each hit carries its parent section's text, so a second chunk of the same section "
+        "adds no context). False: the fused order as it is.",
+    )
 
 
 class Settings(BaseSettings):

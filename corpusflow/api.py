@@ -12,7 +12,9 @@ Modes:
   sparse head) or keyword, ``score = sum w / (rrf_k + rank)``; the weights depend on the
   query's script (``search.*`` settings): the keyword leg, strong on Chinese, Japanese
   and Korean through the ICU index, weighs more for a query in those scripts; rrf_k and
-  the dense weight, when unset, are the table's model's (embedding.presets.fusion_defaults).
+  the dense weight, when unset, are the table's model's (embedding.presets.fusion_defaults);
+  the fused list keeps one chunk per parent section ahead of the rest
+  (``search.distinct_parents``, ``one_per_parent``).
 
 Every query reads one snapshot: the pointer once (so a reindex swap or rollback is seen
 whole or not at all), the chunk table at one version for all of its legs, and the parent
@@ -293,8 +295,10 @@ class Searcher:
                     self.fusion.keyword_weight_cjk if cjk else self.fusion.keyword_weight,
                 ],
             )
-        ranked = [(row, score) for row, score in ranked if filters.accepts(row)][:k]
-        return self._finish(snap, ranked, partial)
+        ranked = [(row, score) for row, score in ranked if filters.accepts(row)]
+        if mode == "hybrid" and self.fusion.distinct_parents:
+            ranked = one_per_parent(ranked)
+        return self._finish(snap, ranked[:k], partial)
 
     # -- retrievers: each returns [(row, score)] best first ------------------------------
     def _dense(
@@ -420,6 +424,22 @@ def rrf(
             rows.setdefault(cid, row)
     order = sorted(scores, key=lambda c: (-scores[c], c))
     return [(rows[c], scores[c]) for c in order]
+
+
+def one_per_parent(
+    ranked: Sequence[tuple[dict[str, Any], float]],
+) -> list[tuple[dict[str, Any], float]]:
+    """The first chunk of each parent section in ``ranked``'s order, then the others (a
+    chunk without a parent is its own section), so the top k are k sections while there
+    are that many."""
+    seen: set[str] = set()
+    first: list[tuple[dict[str, Any], float]] = []
+    later: list[tuple[dict[str, Any], float]] = []
+    for row, score in ranked:
+        key = row.get("parent_id") or row["chunk_id"]
+        (later if key in seen else first).append((row, score))
+        seen.add(key)
+    return first + later
 
 
 def search(

@@ -7,12 +7,15 @@ from typing import Any
 import pytest
 
 from common.errors import ConfigurationError
-from common.settings import Settings, load_settings
-from corpusflow.api import Filters, Searcher, rrf, search
+from common.settings import SearchSettings, Settings, load_settings
+from corpusflow.api import Filters, Searcher, one_per_parent, rrf, search
+from corpusflow.engine import RefreshEngine
 from corpusflow.evaluate import Question, evaluate, gate, load_questions
+from embedding.presets import fusion_defaults
 from flows.refresh import refresh_flow
 from flows.reindex import reindex_flow
 from storage import Store
+from storage.tables import read_table
 
 
 def _row(cid: str) -> dict[str, Any]:
@@ -273,3 +276,70 @@ def test_eval_reports_each_language_and_kind() -> None:
     assert groups["lang"]["en"]["hit_rate_at_5"] == 0.0
     assert groups["kind"]["literal"]["mrr_at_10"] == 0.5
     assert set(groups["lang/doc_lang"]) == {"zh/zh", "zh/en", "en/en"}
+
+
+def test_one_per_parent_moves_a_sections_later_chunks_after_the_others() -> None:
+    rows = [
+        ({"chunk_id": "a", "parent_id": "p1"}, 0.9),
+        ({"chunk_id": "b", "parent_id": "p1"}, 0.8),
+        ({"chunk_id": "c", "parent_id": "p2"}, 0.7),
+        ({"chunk_id": "d", "parent_id": None}, 0.6),
+        ({"chunk_id": "e", "parent_id": "p2"}, 0.5),
+        ({"chunk_id": "f", "parent_id": "p3"}, 0.4),
+    ]
+    assert [r["chunk_id"] for r, _ in one_per_parent(rows)] == ["a", "c", "d", "f", "b", "e"]
+
+
+_RETURNS = " ".join(
+    f"Returned part {n} is checked by the returns desk, which logs its RMA number and "
+    f"decides whether the returned part is repaired, refunded or scrapped."
+    for n in range(1, 13)
+)
+
+
+def test_hybrid_top_k_holds_one_chunk_per_section(tmp_path: Path) -> None:
+    """One long section cut into several chunks fills the fused top 5 with itself; by
+    default its later chunks give their places to the next sections (each hit carries
+    the whole section as ``parent_text`` already), and ``search.distinct_parents =
+    false`` keeps the fused order."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    sections = [f"## Returns\n\n{_RETURNS}\n"] + [
+        f"## Topic {n}\n\nThe {word} policy covers returned goods in aisle {n}.\n"
+        for n, word in enumerate(["shipping", "storage", "safety", "billing", "staffing"])
+    ]
+    (docs / "handbook.md").write_text("# Warehouse handbook\n\n" + "\n".join(sections))
+    settings = load_settings(
+        None,
+        {
+            "storage": {"db": str(tmp_path / "db")},
+            "run": {"progress": False},
+            "chunk": {"max_tokens": 64},
+        },
+    )
+    report = RefreshEngine(str(docs), settings).refresh()
+    assert report.failed == 0
+    searcher = Searcher.for_active(settings)
+    parent_of = {
+        r["chunk_id"]: r["parent_id"]
+        for r in read_table(searcher.table, ["chunk_id", "parent_id"]).to_pylist()
+    }
+    question = "How are returned parts handled?"
+    legs = [
+        [
+            ({**h, "parent_id": parent_of[h["chunk_id"]]}, h["score"])
+            for h in searcher.search(question, k=50, mode=mode)
+        ]
+        for mode in ("dense", "keyword")
+    ]
+    rrf_k, dense_weight = fusion_defaults(searcher.embedder.spec)
+    fused = rrf(legs, rrf_k, weights=[dense_weight, 1.0])
+    parents = [r["parent_id"] for r, _ in fused[:5]]
+    assert len(set(parents)) < 5, parents  # the question does exercise the setting
+
+    hits = searcher.search(question, k=5, mode="hybrid")
+    assert [h["chunk_id"] for h in hits] == [r["chunk_id"] for r, _ in one_per_parent(fused)[:5]]
+    assert len({parent_of[h["chunk_id"]] for h in hits}) == 5
+    plain = settings.model_copy(update={"search": SearchSettings(distinct_parents=False)})
+    kept = Searcher.for_active(plain).search(question, k=5, mode="hybrid")
+    assert [h["chunk_id"] for h in kept] == [r["chunk_id"] for r, _ in fused[:5]]

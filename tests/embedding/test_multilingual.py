@@ -12,6 +12,7 @@ import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,11 +24,12 @@ from common.settings import (
     Settings,
     load_settings,
 )
-from corpusflow.api import Searcher, rrf
+from corpusflow.api import Searcher, one_per_parent, rrf
 from corpusflow.engine import RefreshEngine
 from embedding import load_embedder, resolve_model
 from embedding.presets import DEFAULT_MODEL
 from parsers import parse_file
+from storage.tables import read_table
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "samples"
@@ -109,15 +111,28 @@ def test_hybrid_fuses_with_the_model_defaults_unless_set(
     settings = bilingual_index.model_copy(update={"search": search})
     searcher = Searcher.for_active(settings)
     question = "紧急变更由谁批准？"
-    legs = [
-        [(h, h["score"]) for h in searcher.search(question, k=50, mode=mode)]
-        for mode in ("dense", "keyword")
-    ]
-    assert legs[0] and legs[1]
-    expected = rrf(legs, rrf_k, weights=[dense_weight, 1.0])[:5]
+    legs = _legs(searcher, question)
+    expected = one_per_parent(rrf(legs, rrf_k, weights=[dense_weight, 1.0]))[:5]
     hybrid = searcher.search(question, k=5, mode="hybrid")
     assert [h["chunk_id"] for h in hybrid] == [r["chunk_id"] for r, _ in expected]
     assert [h["score"] for h in hybrid] == pytest.approx([s for _, s in expected], abs=1e-6)
+
+
+def _legs(searcher: Searcher, question: str) -> list[list[tuple[dict[str, Any], float]]]:
+    """The dense and keyword legs to depth 50, each hit with its chunk's parent_id."""
+    parent_of = {
+        r["chunk_id"]: r["parent_id"]
+        for r in read_table(searcher.table, ["chunk_id", "parent_id"]).to_pylist()
+    }
+    legs = [
+        [
+            ({**h, "parent_id": parent_of[h["chunk_id"]]}, h["score"])
+            for h in searcher.search(question, k=50, mode=mode)
+        ]
+        for mode in ("dense", "keyword")
+    ]
+    assert legs[0] and legs[1]
+    return legs
 
 
 def test_sentencepiece_and_the_packaged_port_agree() -> None:
