@@ -232,6 +232,9 @@ class _Worker:
         child_conn.close()
         self.ready = False
         self.key: tuple[Any, ...] = ()  # what it was spawned with (``ParserPool._key``)
+        # Jobs it has answered: a child that has parsed files holds what they left
+        # (models loaded on first use, allocator arenas), which counts against the cap.
+        self.jobs = 0
 
     def wait_ready(self, timeout_s: float) -> None:
         """Block until the child has imported its parsers (not counted in a job's deadline)."""
@@ -427,6 +430,13 @@ class ParserPool:
         worker.key = key
         return worker
 
+    def _fresh_worker(self) -> _Worker:
+        """A child that has parsed nothing yet (never a kept spare, which may have)."""
+        worker = _Worker(self._ctx, self._settings_json, self.target, self.warm_up)
+        if _keep_warm_s > 0:
+            worker.key = self._key()
+        return worker
+
     def start(self, n: int) -> None:
         """Start up to ``n`` parser processes now, without waiting for them: they import
         their libraries while the caller does other work (starting an orchestrator).
@@ -556,7 +566,27 @@ class ParserPool:
         worker = slot[0]
         if worker is None or not worker.alive():
             worker = slot[0] = self._new_worker()
-        result, slot[0] = self._run(worker, path, metadata, task, timeout_s)
+        used = worker.jobs > 0
+        try:
+            result, slot[0] = self._run(worker, path, metadata, task, timeout_s)
+        except ParseError as exc:
+            if exc.category != Category.OUT_OF_MEMORY or not used:
+                raise
+            # Over the cap in a child that had parsed other files: part of what it held
+            # was theirs (OCR and layout models loaded once, freed memory not returned),
+            # so the file is tried once more in a fresh child before it is called
+            # out_of_memory (a 76 KB RTF was killed at 1582 MiB after ~340 files and
+            # parsed in 0.58 GiB on its own). The killed child is replaced either way.
+            log.info("%s: %s; trying again in a fresh parser process", path, exc.message)
+            worker = slot[0] = self._fresh_worker()
+            try:
+                result, slot[0] = self._run(worker, path, metadata, task, timeout_s)
+            except ParseError as again:
+                if again.category != Category.OUT_OF_MEMORY:
+                    raise
+                raise ParseError(
+                    again.category, f"{again.message} (also in a fresh parser process)"
+                ) from exc
         return result
 
     def _isolate(
@@ -758,6 +788,7 @@ class ParserPool:
                     reply = worker.conn.recv()
                 except (EOFError, OSError):
                     return self._crashed(worker)
+                worker.jobs += 1
                 if reply[0] == "ok":
                     if task is not None and task["kind"] in ("count", "extract"):
                         return reply[1], worker
