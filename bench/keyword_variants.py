@@ -316,26 +316,23 @@ def main() -> None:
 
     # The baseline is the product's hybrid.
     base = variants["baseline (product hybrid: dense x1.5 + ICU keyword, rrf_k 5)"]
-    mism = sum(
-        1
-        for i, q in enumerate(questions)
-        if base(i, q.question)[:10] != [h["chunk_id"] for h in product[i]]
-    )
-    print(
-        f"baseline vs Searcher.search(hybrid, distinct_parents=False): {mism} of "
-        f"{len(questions)} differ",
-        file=sys.stderr,
-    )
-    one = variants["dedupe by parent (1 per parent)"]
-    mism = sum(
-        1
-        for i, q in enumerate(questions)
-        if one(i, q.question)[:10] != [h["chunk_id"] for h in default[i]]
-    )
-    print(
-        f"dedupe by parent vs Searcher.search(hybrid) with its defaults: {mism} of "
-        f"{len(questions)} differ",
-        file=sys.stderr,
+
+    def check(
+        variant: Callable[[int, str], list[str]], got: list[list[dict[str, Any]]], what: str
+    ) -> None:
+        """Print how many questions' top 10 differ between a variant and the product."""
+        mism = sum(
+            1
+            for i, q in enumerate(questions)
+            if variant(i, q.question)[:10] != [h["chunk_id"] for h in got[i]]
+        )
+        print(f"{what}: {mism} of {len(questions)} differ", file=sys.stderr)
+
+    check(base, product, "baseline vs Searcher.search(hybrid, distinct_parents=False)")
+    check(
+        variants["dedupe by parent (1 per parent)"],
+        default,
+        "dedupe by parent vs Searcher.search(hybrid) with its defaults",
     )
     variants["product hybrid, this branch's defaults (Searcher.search)"] = lambda i, q: [
         h["chunk_id"] for h in default[i]
