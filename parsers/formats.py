@@ -332,6 +332,9 @@ FORMATS: tuple[FormatSpec, ...] = (
         TEXT,
         "Markdown (YAML front matter read)",
         text=True,
+        # 2: the front matter fields a reader is shown (authors, abstract, ...) are
+        # text too, and all of its text when the body has none (no longer empty).
+        version="2",
         options=_options(reader="markdown", parser="docling"),
     ),
     FormatSpec(

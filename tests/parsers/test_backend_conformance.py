@@ -64,7 +64,7 @@ _BEFORE = {
     "image": "a76d98da176ba5da",
     "json": "38cedb30427fa275",
     "latex": "919e7f51dcbbe279",
-    "md": "2f86751ff04996cd",
+    "md": "8f449600d3de54c8",
     "mhtml": "0a20ba397439be5a",
     "msg": "c2c31d75678b98d7",
     "ndjson": "274d562ffeeb1638",
@@ -104,6 +104,9 @@ _BEFORE_PDF_OFFLINE_NO_OCR = "279df43ddaf72576"
 # Acrobat objects read as the files they hold): docx 5, doc 5, rtf 5, pptx 4, ppt 4. They
 # were docx "7ab89e61f9623bcd", doc "9d94c76a26665bb9", rtf "3fb9e6ebab2c3afa", pptx
 # "0ceee87d45263063" and ppt "fcbba5918141542d".
+# Moved on purpose by issue #32 (the front matter fields a reader is shown are text, and all
+# of it when the body has none: pandoc's fb2/meta.markdown was `empty`): md format version 2.
+# It was "2f86751ff04996cd".
 
 
 def test_parser_fingerprints_did_not_move() -> None:
