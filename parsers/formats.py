@@ -162,7 +162,8 @@ FORMATS: tuple[FormatSpec, ...] = (
         # 3: headers, footers, footnotes and altChunk parts in the text (issue #32).
         # 4: RTF and nested-DOCX altChunk parts read too; embedded objects read.
         # 5: OLE Packager objects (any file) and Acrobat-embedded PDFs read.
-        version="5",
+        # 6: text moved with tracked changes (w:moveTo) read at its new place.
+        version="6",
         binary=True,
         container="zip",
         main_part="word/",
@@ -213,7 +214,7 @@ FORMATS: tuple[FormatSpec, ...] = (
         "Word 97-2003",
         "LibreOffice",
         _LO,
-        version="5",  # as docx 5
+        version="6",  # as docx 6
         binary=True,
         options=_options(docling="DOC", docling_backend=_WORDS),
     ),
@@ -248,7 +249,9 @@ FORMATS: tuple[FormatSpec, ...] = (
         _ODF,
         binary=True,
         container="zip",
-        options=_options(docling="ODT"),
+        # 2: list headers (a list's unbulleted first entry) are read, as list items.
+        version="2",
+        options=_options(docling="ODT", prepare="parsers.docling_backend:odf_list_headers"),
     ),
     FormatSpec(
         "ods",
@@ -451,7 +454,8 @@ FORMATS: tuple[FormatSpec, ...] = (
         fallback=UNSTRUCTURED,
         # 2: LibreOffice -> DOCX -> docling instead of pandoc.
         # 3: as docx 3 (headers, footers, footnotes in the text). 4: as docx 4. 5: as docx 5.
-        version="5",
+        # 6: as docx 6.
+        version="6",
         binary=True,
         options=_options(docling="RTF", docling_backend=_WORDS, unstructured="rtf"),
     ),
