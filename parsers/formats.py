@@ -181,7 +181,8 @@ FORMATS: tuple[FormatSpec, ...] = (
         # 2: layout/master shapes, SmartArt and notes in the text (issue #32).
         # 3: embedded objects (worksheets, documents, decks; OLE 97-2003 ones too) read.
         # 4: SmartArt on layouts and masters; OLE Packager objects and Acrobat PDFs read.
-        version="4",
+        # 5: a slide's footer placeholder text read once per deck.
+        version="5",
         binary=True,
         container="zip",
         main_part="ppt/",
@@ -225,7 +226,7 @@ FORMATS: tuple[FormatSpec, ...] = (
         "PowerPoint 97-2003",
         "LibreOffice",
         _LO,
-        version="4",  # as pptx 4
+        version="5",  # as pptx 5
         binary=True,
         options=_options(docling="PPT", docling_backend=_CHARTS),
     ),

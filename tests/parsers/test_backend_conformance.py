@@ -72,8 +72,8 @@ _BEFORE = {
     "ods": "750d2264366a0804",
     "odt": "13a0bce47b9ef863",
     "org": "31ea3cc2dbcc935d",
-    "ppt": "25b01a5ba530cc34",
-    "pptx": "5bacbbfbbda3d670",
+    "ppt": "7ad7890ad2558d1d",
+    "pptx": "d1223703aebebc50",
     "rst": "2e48b8212fa6753e",
     "rtf": "2bbc45ee749f76e1",
     "tsv": "a58eaa54354b5458",
@@ -111,6 +111,8 @@ _BEFORE_PDF_OFFLINE_NO_OCR = "279df43ddaf72576"
 # its new place, docx/doc/rtf format version 6; OpenDocument list headers read, odt format
 # version 2). They were docx "6923cca0de8155ee", doc "3bd41e41d60b8ddc", rtf
 # "3313419b2b301479" and odt "b912a3befcb5fe5e".
+# Moved on purpose by issue #32 (a slide's footer placeholder text read once per deck):
+# pptx and ppt format version 5. They were pptx "5bacbbfbbda3d670" and ppt "25b01a5ba530cc34".
 
 
 def test_parser_fingerprints_did_not_move() -> None:
