@@ -4,10 +4,12 @@ Usage:
     python bench/words_recall.py DIR [--refs REFDIR] [--json OUT.json] [--ext rtf --ext doc ...]
     python bench/words_recall.py --compare BEFORE.json AFTER.json
 
-For every RTF, DOC, DOCX, XLS, XLSX, PPT and PPTX file directly in DIR: LibreOffice
+For every RTF, DOC, DOCX, ODT, XLS, XLSX, PPT and PPTX file directly in DIR: LibreOffice
 (``soffice``) exports the reference text (Writer: UTF-8 text; Calc: CSV of every sheet with the
 cells as shown; Impress: PDF, read with ``pdftotext``: the slides as shown, master and layout
-shapes and SmartArt included, speaker notes not), and
+shapes and SmartArt included, speaker notes not); for plain text kinds (txt, Markdown, RST,
+Org, CSV, YAML; ``--ext`` names them) the reference is the file's own text, for HTML the text
+of its elements outside script and style (Python's html.parser); and
 corpusflow parses the file (``ParserPool``: the same isolation as an ingest). Recall is the
 share of the reference's words (the shared definition in ../shared/tools/parse_metrics.py:
 case-folded word tokens, as a bag) that the stored Markdown holds; a failed file counts 0 and
@@ -33,9 +35,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-WRITER = {".rtf", ".doc", ".docx"}
+WRITER = {".rtf", ".doc", ".docx", ".odt"}
 CALC = {".xls", ".xlsx"}
 IMPRESS = {".ppt", ".pptx"}
+# Read as they are: the reference is the file's own words (markup characters are not words).
+PLAIN = {".txt", ".md", ".markdown", ".rst", ".org", ".csv", ".tsv", ".yaml", ".yml"}
+HTML = {".html", ".htm", ".xhtml"}
 # Calc CSV export: comma, double quote, UTF-8, first line 1, cells "as shown" (formatted),
 # every sheet to its own file (the last token, -1; LibreOffice >= 7.2).
 CSV_FILTER = "csv:Text - txt - csv (StarCalc):44,34,76,1,,0,false,true,true,false,false,-1"
@@ -46,8 +51,38 @@ def words(text: str) -> Counter[str]:
     return Counter(w.lower() for w in WORD.findall(text))
 
 
+def _html_text(path: Path) -> str:
+    from html.parser import HTMLParser
+
+    class _Text(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.parts: list[str] = []
+            self.skip = 0
+
+        def handle_starttag(self, tag: str, attrs: object) -> None:
+            self.skip += tag in ("script", "style")
+
+        def handle_endtag(self, tag: str) -> None:
+            if tag in ("script", "style") and self.skip:
+                self.skip -= 1
+
+        def handle_data(self, data: str) -> None:
+            if not self.skip:
+                self.parts.append(data)
+
+    parser = _Text()
+    parser.feed(path.read_text(encoding="utf-8", errors="replace"))
+    return " ".join(parser.parts)
+
+
 def reference(path: Path, refs: Path) -> str | None:
-    """LibreOffice's text of ``path`` (cached), or None when LibreOffice cannot read it."""
+    """LibreOffice's text of ``path`` (cached), or None when LibreOffice cannot read it;
+    plain text kinds as they are, HTML its elements' text."""
+    if path.suffix.lower() in PLAIN:
+        return path.read_text(encoding="utf-8", errors="replace")
+    if path.suffix.lower() in HTML:
+        return _html_text(path)
     cached = refs / f"{path.name}.txt"
     if cached.exists():
         text = cached.read_text(encoding="utf-8")
@@ -157,7 +192,10 @@ def main() -> None:
     ap.add_argument("--refs", help="reference cache (default FOLDER/.lo-refs)")
     ap.add_argument("--json", help="write per-file rows here")
     ap.add_argument(
-        "--ext", action="append", default=[], help="rtf, doc, docx, xls, xlsx, ppt, pptx"
+        "--ext",
+        action="append",
+        default=[],
+        help="rtf, doc, docx, odt, xls, xlsx, ppt, pptx; txt, md, html, ...",
     )
     ap.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"))
     args = ap.parse_args()

@@ -12,6 +12,7 @@ container's inflated size is bounded.
 from __future__ import annotations
 
 import io
+import re
 import zipfile
 
 EPUB_MIMETYPE = b"application/epub+zip"
@@ -36,6 +37,31 @@ def epub_mimetype_first(data: bytes) -> bytes:
                 if info.filename == "mimetype" or info.is_dir():
                     continue
                 zout.writestr(info.filename, zin.read(info))
+    return out.getvalue()
+
+
+# An OpenDocument list's header (``text:list-header``: its first entry, shown without a
+# bullet or number, which may hold paragraphs and a nested list) is left out by docling's
+# OpenDocument reader, which reads list items only.
+_ODF_LIST_HEADER = re.compile(rb"<(/?)([A-Za-z_][\w.-]*):list-header(?=[\s/>])")
+
+
+def odf_list_headers_as_items(data: bytes) -> bytes:
+    """``data`` (an OpenDocument file) with each list header read as a list item, so that
+    its text is kept; itself when its ``content.xml`` has none."""
+    with zipfile.ZipFile(io.BytesIO(data)) as zin:
+        try:
+            content = zin.read("content.xml")
+        except KeyError:
+            return data
+        fixed = _ODF_LIST_HEADER.sub(rb"<\1\2:list-item", content)
+        if fixed == content:
+            return data
+        out = io.BytesIO()
+        with zipfile.ZipFile(out, "w") as zout:
+            for info in zin.infolist():
+                body = fixed if info.filename == "content.xml" else zin.read(info)
+                zout.writestr(info, body, info.compress_type)
     return out.getvalue()
 
 

@@ -164,3 +164,10 @@ def epub_mimetype_first(data: bytes, spec: FormatSpec) -> bytes:
     from parsers.containers import epub_mimetype_first as fixed
 
     return fixed(data)
+
+
+def odf_list_headers(data: bytes, spec: FormatSpec) -> bytes:
+    """An OpenDocument file with its list headers read as list items (``parsers.containers``)."""
+    from parsers.containers import odf_list_headers_as_items
+
+    return odf_list_headers_as_items(data)

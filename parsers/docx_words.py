@@ -17,7 +17,13 @@ loses words in two places:
   runs before docling reads the document (the reading, small type above the line, is left
   out like the reader's eye leaves it out).
 
-``WordsDocxBackend`` is docling's own backend with those two steps added; everything else
+- **Moved text (tracked changes) is dropped.** A move recorded with tracked changes holds
+  the text at its new place in ``w:moveTo`` (and the old place in ``w:moveFrom``); docling
+  reads the runs of an insertion (``w:ins``) but not of a move, so the moved text was in
+  neither place. Each ``w:moveTo`` is replaced by its runs (the document as it reads with
+  its changes accepted, as insertions are read and deletions left out).
+
+``WordsDocxBackend`` is docling's own backend with those three steps added; everything else
 (structure, lists, tables, hidden text) is docling's.
 """
 
@@ -43,6 +49,22 @@ def _unwrap_ruby(root: Any) -> int:
         parent.remove(run)
         for offset, base_run in enumerate(list(base) if base is not None else []):
             parent.insert(position + offset, base_run)
+        count += 1
+    return count
+
+
+def _unwrap_moves(root: Any) -> int:
+    """Replace every ``w:moveTo`` holding content under ``root`` by that content (the
+    empty marker in a paragraph mark's properties stays); returns how many."""
+    count = 0
+    for move in list(root.iter(f"{{{_W}}}moveTo")):
+        parent = move.getparent()
+        if parent is None or len(move) == 0 or parent.tag == f"{{{_W}}}rPr":
+            continue
+        position = parent.index(move)
+        parent.remove(move)
+        for offset, child in enumerate(list(move)):
+            parent.insert(position + offset, child)
         count += 1
     return count
 
@@ -82,7 +104,8 @@ def join_split_words(elements: list[Any], paragraph_text: str) -> list[Any]:
 
 
 class WordsDocxBackend(MsWordDocumentBackend):
-    """docling's Word backend with whole words across formatting runs and ruby base text."""
+    """docling's Word backend with whole words across formatting runs, ruby base text and
+    moved text."""
 
     @staticmethod
     def load_msword_file(*args: Any, **kwargs: Any) -> Any:
@@ -92,6 +115,7 @@ class WordsDocxBackend(MsWordDocumentBackend):
                 element = getattr(part, "_element", None)
                 if element is not None:
                     _unwrap_ruby(element)
+                    _unwrap_moves(element)
         return docx_obj
 
     def _get_paragraph_elements(self, paragraph: Any) -> Any:

@@ -162,7 +162,8 @@ FORMATS: tuple[FormatSpec, ...] = (
         # 3: headers, footers, footnotes and altChunk parts in the text (issue #32).
         # 4: RTF and nested-DOCX altChunk parts read too; embedded objects read.
         # 5: OLE Packager objects (any file) and Acrobat-embedded PDFs read.
-        version="5",
+        # 6: text moved with tracked changes (w:moveTo) read at its new place.
+        version="6",
         binary=True,
         container="zip",
         main_part="word/",
@@ -180,7 +181,8 @@ FORMATS: tuple[FormatSpec, ...] = (
         # 2: layout/master shapes, SmartArt and notes in the text (issue #32).
         # 3: embedded objects (worksheets, documents, decks; OLE 97-2003 ones too) read.
         # 4: SmartArt on layouts and masters; OLE Packager objects and Acrobat PDFs read.
-        version="4",
+        # 5: a slide's footer placeholder text read once per deck.
+        version="5",
         binary=True,
         container="zip",
         main_part="ppt/",
@@ -213,7 +215,7 @@ FORMATS: tuple[FormatSpec, ...] = (
         "Word 97-2003",
         "LibreOffice",
         _LO,
-        version="5",  # as docx 5
+        version="6",  # as docx 6
         binary=True,
         options=_options(docling="DOC", docling_backend=_WORDS),
     ),
@@ -224,7 +226,7 @@ FORMATS: tuple[FormatSpec, ...] = (
         "PowerPoint 97-2003",
         "LibreOffice",
         _LO,
-        version="4",  # as pptx 4
+        version="5",  # as pptx 5
         binary=True,
         options=_options(docling="PPT", docling_backend=_CHARTS),
     ),
@@ -248,7 +250,9 @@ FORMATS: tuple[FormatSpec, ...] = (
         _ODF,
         binary=True,
         container="zip",
-        options=_options(docling="ODT"),
+        # 2: list headers (a list's unbulleted first entry) are read, as list items.
+        version="2",
+        options=_options(docling="ODT", prepare="parsers.docling_backend:odf_list_headers"),
     ),
     FormatSpec(
         "ods",
@@ -332,6 +336,9 @@ FORMATS: tuple[FormatSpec, ...] = (
         TEXT,
         "Markdown (YAML front matter read)",
         text=True,
+        # 2: the front matter fields a reader is shown (authors, abstract, ...) are
+        # text too, and all of its text when the body has none (no longer empty).
+        version="2",
         options=_options(reader="markdown", parser="docling"),
     ),
     FormatSpec(
@@ -448,7 +455,8 @@ FORMATS: tuple[FormatSpec, ...] = (
         fallback=UNSTRUCTURED,
         # 2: LibreOffice -> DOCX -> docling instead of pandoc.
         # 3: as docx 3 (headers, footers, footnotes in the text). 4: as docx 4. 5: as docx 5.
-        version="5",
+        # 6: as docx 6.
+        version="6",
         binary=True,
         options=_options(docling="RTF", docling_backend=_WORDS, unstructured="rtf"),
     ),

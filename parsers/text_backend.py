@@ -1,6 +1,9 @@
 """Plain-text families as Markdown that keeps their structure, read by docling's MD backend.
 
-- Markdown: YAML front matter goes to metadata (and out of the text).
+- Markdown: YAML front matter goes to metadata; the fields a reader is shown (subtitle,
+  author, abstract, description, summary) are also put at the top of the text, and the
+  title and all its other text fields are when the body has none, so that a file holding
+  only front matter is not dropped as empty.
 - reStructuredText: underlined (and overlined) section titles become headings,
   levels in order of first appearance as in docutils; directives keep their text.
 - Org: ``*`` outline headings, ``#+TITLE``, tables and source blocks.
@@ -44,7 +47,7 @@ def _read_markdown(text: str, path: Path) -> tuple[str, dict[str, Any], list[str
     front = front_matter(text)
     if front is not None:
         meta, body = front
-        return body, meta, []
+        return front_matter_markdown(meta, body) + body, meta, []
     return text, {}, []
 
 
@@ -141,6 +144,43 @@ def front_matter(text: str) -> tuple[dict[str, Any], str] | None:
         return None
     # Dates and other YAML-typed values are kept as their ISO text (metadata is JSON).
     return json.loads(json.dumps(meta, default=str)), text[match.end() :]
+
+
+# Front matter fields that a rendered document shows its reader (pandoc's title block,
+# the summary a site generator prints): they are text of the document, not only data.
+# The title is the document's title (chunk context) already; it is a heading of the
+# text only when the body has none.
+_SHOWN = ("subtitle", "author", "authors", "abstract", "description", "summary")
+
+
+def _strings(value: Any) -> list[str]:
+    """The text in a front matter value: strings and numbers, in lists and mappings."""
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    if value is None or isinstance(value, bool):
+        return []
+    text = str(value).strip()
+    return [text] if text else []
+
+
+def front_matter_markdown(meta: dict[str, Any], body: str) -> str:
+    """Markdown for the front matter fields a reader is shown, to go before ``body``.
+
+    Subtitle, authors, abstract, description and summary become paragraphs. When the body
+    has no text at all, the title becomes a heading and every other field with text a
+    ``key: value`` line as well: a file of front matter alone is a document with text,
+    never an empty one.
+    """
+    keys = {str(k).lower(): k for k in meta}
+    parts = [s for name in _SHOWN if name in keys for s in _strings(meta[keys[name]])]
+    if not body.strip():
+        title = " ".join(_strings(meta.get(keys["title"]))) if "title" in keys else ""
+        shown = {keys[n] for n in (*_SHOWN, "title") if n in keys}
+        rest = [(k, "; ".join(_strings(v))) for k, v in meta.items() if k not in shown]
+        parts = ([f"# {title}"] if title else []) + parts + [f"{k}: {t}" for k, t in rest if t]
+    return "".join(f"{p}\n\n" for p in parts)
 
 
 # -- reStructuredText ------------------------------------------------------------------

@@ -17,6 +17,10 @@ PowerPoint (``ViewerPptxBackend``; also ``.ppt`` after LibreOffice):
   is read once, as that layout's or master's text boxes are.
 - **Speaker notes.** docling keeps them in its ``notes`` layer, out of the Markdown; they
   are moved to the body after the slide's content (a hidden slide's stay where they are).
+- **Footers.** docling puts a slide's footer, date and slide-number placeholders in its
+  ``furniture`` layer, out of the Markdown. A footer line with letters is moved to the body
+  once per deck (on the first visible slide that shows it; a line also on a layout counts
+  as the same line); slide numbers and numeric dates stay out.
 
 Word (``ViewerDocxBackend``; also ``.doc``/``.rtf`` after LibreOffice):
 
@@ -221,6 +225,21 @@ class ViewerPptxBackend(ChartPptxBackend):
         if not hidden_slide:
             parts = _embedding_parts(slide.part.rels)
             add_embedded_objects(doc, parts, group, self.supplement_warnings)
+
+        if not hidden_slide:
+            # docling puts a slide's footer, date and slide-number placeholders in its
+            # furniture layer, out of the Markdown; a footer's words ("Acme confidential",
+            # the talk's title) are read once per deck, numbers and numeric dates are not.
+            for ref in before:
+                item = ref.resolve(doc)
+                text = _clean(getattr(item, "text", "") or "")
+                if (
+                    getattr(item, "content_layer", None) == ContentLayer.FURNITURE
+                    and any(c.isalpha() for c in text)
+                    and f"\0{text}" not in shown
+                ):
+                    shown.add(f"\0{text}")
+                    item.content_layer = ContentLayer.BODY
 
         if not hidden_slide and _shows_below(slide):
             layout = slide.slide_layout

@@ -55,8 +55,8 @@ def test_every_format_is_read_by_some_backend() -> None:
 _BEFORE = {
     "asciidoc": "943a6625bc74370e",
     "csv": "f86b6fefe625b023",
-    "doc": "3bd41e41d60b8ddc",
-    "docx": "6923cca0de8155ee",
+    "doc": "e9db82ae61a41b56",
+    "docx": "60e0ca42cb41a5b8",
     "eml": "1c69785538a46796",
     "epub": "c79eb5f6ba3a9f9a",
     "heic": "c56c2decd641b26b",
@@ -64,18 +64,18 @@ _BEFORE = {
     "image": "a76d98da176ba5da",
     "json": "38cedb30427fa275",
     "latex": "919e7f51dcbbe279",
-    "md": "2f86751ff04996cd",
+    "md": "8f449600d3de54c8",
     "mhtml": "0a20ba397439be5a",
     "msg": "c2c31d75678b98d7",
     "ndjson": "274d562ffeeb1638",
     "odp": "7f17011710459d8d",
     "ods": "750d2264366a0804",
-    "odt": "b912a3befcb5fe5e",
+    "odt": "13a0bce47b9ef863",
     "org": "31ea3cc2dbcc935d",
-    "ppt": "25b01a5ba530cc34",
-    "pptx": "5bacbbfbbda3d670",
+    "ppt": "7ad7890ad2558d1d",
+    "pptx": "d1223703aebebc50",
     "rst": "2e48b8212fa6753e",
-    "rtf": "3313419b2b301479",
+    "rtf": "2bbc45ee749f76e1",
     "tsv": "a58eaa54354b5458",
     "txt": "b343b512242fe6a2",
     "vtt": "30d9ca4817a3360c",
@@ -104,6 +104,15 @@ _BEFORE_PDF_OFFLINE_NO_OCR = "279df43ddaf72576"
 # Acrobat objects read as the files they hold): docx 5, doc 5, rtf 5, pptx 4, ppt 4. They
 # were docx "7ab89e61f9623bcd", doc "9d94c76a26665bb9", rtf "3fb9e6ebab2c3afa", pptx
 # "0ceee87d45263063" and ppt "fcbba5918141542d".
+# Moved on purpose by issue #32 (the front matter fields a reader is shown are text, and all
+# of it when the body has none: pandoc's fb2/meta.markdown was `empty`): md format version 2.
+# It was "2f86751ff04996cd".
+# Moved on purpose by issue #32 (pandoc's test files: text moved with tracked changes read at
+# its new place, docx/doc/rtf format version 6; OpenDocument list headers read, odt format
+# version 2). They were docx "6923cca0de8155ee", doc "3bd41e41d60b8ddc", rtf
+# "3313419b2b301479" and odt "b912a3befcb5fe5e".
+# Moved on purpose by issue #32 (a slide's footer placeholder text read once per deck):
+# pptx and ppt format version 5. They were pptx "5bacbbfbbda3d670" and ppt "25b01a5ba530cc34".
 
 
 def test_parser_fingerprints_did_not_move() -> None:

@@ -241,6 +241,39 @@ def test_markdown_front_matter_becomes_metadata(tmp_path: Path) -> None:
     assert "department:" not in parsed.markdown and "Eligibility" in parsed.markdown
 
 
+def test_markdown_of_front_matter_alone_is_text_not_empty(tmp_path: Path) -> None:
+    # pandoc's test/fb2/meta.markdown: a title and an abstract, no body; it failed `empty`.
+    only = tmp_path / "meta.markdown"
+    only.write_text(
+        "---\ntitle: Book title\nauthor:\n  - name: Ann Lee\n    affiliation: Acme\n"
+        "abstract: |\n  This is the abstract.\n\n  It has two paragraphs.\n"
+        "keywords: [fiction, test]\n---\n"
+    )
+    parsed = parse_file(only, ParseSettings())
+    assert parsed.title == "Book title" and parsed.metadata["keywords"] == ["fiction", "test"]
+    for words in ("# Book title", "Ann Lee", "Acme", "This is the abstract.", "two paragraphs"):
+        assert words in parsed.markdown, parsed.markdown
+    assert "keywords: fiction; test" in parsed.markdown
+    # Front matter of data fields alone is still text.
+    data = tmp_path / "data.md"
+    data.write_text("---\ndepartment: People\n---\n")
+    assert parse_file(data, ParseSettings()).markdown.strip() == "department: People"
+
+
+def test_markdown_front_matter_shown_fields_are_text_beside_a_body(tmp_path: Path) -> None:
+    doc = tmp_path / "post.md"
+    doc.write_text(
+        "---\ntitle: Release notes\ndescription: What changed in the spring release.\n"
+        "author: Bo Chen\nlayout: post\n---\n# Fixes\n\nThe importer no longer hangs.\n"
+    )
+    parsed = parse_file(doc, ParseSettings())
+    assert "What changed in the spring release." in parsed.markdown
+    assert "Bo Chen" in parsed.markdown and "The importer no longer hangs." in parsed.markdown
+    # The title is the document's title, not a heading of its own; data fields stay out.
+    assert "Release notes" not in parsed.markdown and "layout" not in parsed.markdown
+    assert parsed.title == "Release notes" and parsed.metadata["layout"] == "post"
+
+
 def test_yaml_sidecar_is_read_and_not_listed(tmp_path: Path) -> None:
     from common.settings import SourceSettings
     from sources import LocalSource

@@ -255,6 +255,33 @@ def test_pptx_master_text_in_one_chunk(tmp_path: Path, minilm_tokenizer: Any) ->
     assert list(holding[0].page_numbers) == [1]
 
 
+def test_pptx_slide_footer_read_once_numbers_and_dates_not(tmp_path: Path) -> None:
+    # pandoc's pptx/footer/*_output.pptx: the footer on every slide was in no chunk.
+    from pptx import Presentation
+    from pptx.enum.shapes import PP_PLACEHOLDER
+
+    deck = Presentation()
+    layout = deck.slide_layouts[1]
+    for title in ("Pump checks", "Valve checks"):
+        slide = deck.slides.add_slide(layout)
+        slide.shapes.title.text = title
+        for ph in layout.placeholders:
+            kind = ph.placeholder_format.type
+            texts = {
+                PP_PLACEHOLDER.FOOTER: "Acme plant handbook",
+                PP_PLACEHOLDER.DATE: "06/12/2026",
+                PP_PLACEHOLDER.SLIDE_NUMBER: "7",
+            }
+            if kind in texts:
+                slide.shapes.clone_placeholder(ph)
+                slide.placeholders[ph.placeholder_format.idx].text = texts[kind]
+    path = tmp_path / "footer.pptx"
+    deck.save(str(path))
+    markdown = parse_file(path).markdown
+    assert markdown.count("Acme plant handbook") == 1, markdown
+    assert "06/12/2026" not in markdown and "Valve checks" in markdown
+
+
 def test_pptx_broken_smartart_keeps_docling_text_and_warns(tmp_path: Path) -> None:
     deck = _deck(tmp_path / "deck.pptx", smartart="<dgm:dataModel unclosed")
     doc = parse_file(deck)

@@ -173,6 +173,58 @@ def test_ruby_keeps_its_base_text(tmp_path: Path) -> None:
     assert doc.markdown.strip() == "東京の天気は晴れ。"
 
 
+def test_moved_text_of_tracked_changes_is_read_at_its_new_place(tmp_path: Path) -> None:
+    # pandoc's docx/track_changes_move.docx: the moved sentence was in neither place.
+    import docx
+    from docx.oxml import parse_xml
+
+    w = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+    mark = f'<w:rPr xmlns:w="{w}"><w:moveTo w:id="9" w:author="A" w:date="2016-04-16T08:20:00Z"/></w:rPr>'
+
+    def move(tag: str, text: str) -> str:
+        return (
+            f'<w:{tag} xmlns:w="{w}" w:id="1" w:author="A" w:date="2016-04-16T08:20:00Z">'
+            f"<w:r><w:t>{text}</w:t></w:r></w:{tag}>"
+        )
+
+    document = docx.Document()
+    document.add_paragraph("Here is some text.")
+    moved_to = document.add_paragraph()
+    moved_to._p.get_or_add_pPr().append(parse_xml(mark))
+    moved_to._p.append(parse_xml(move("moveTo", "The valve is closed first.")))
+    document.add_paragraph("Here is some more text.")
+    document.add_paragraph()._p.append(parse_xml(move("moveFrom", "The old place.")))
+    path = tmp_path / "moved.docx"
+    document.save(str(path))
+    doc = parse_file(path)
+    assert doc.markdown.split("\n\n") == [
+        "Here is some text.",
+        "The valve is closed first.",
+        "Here is some more text.",
+    ]
+
+
+def test_opendocument_list_headers_are_read(tmp_path: Path) -> None:
+    # pandoc's odt/unorderedListHeader.odt: a list's header (its unbulleted first entry,
+    # here with a list of its own) was left out.
+    from odfdo import Document, Element
+
+    odt = Document("text")
+    odt.body.append(
+        Element.from_tag(
+            "<text:list><text:list-header><text:p>Spare parts kept on site</text:p>"
+            "<text:list><text:list-item><text:p>Gaskets for the inlet</text:p>"
+            "</text:list-item></text:list></text:list-header>"
+            "<text:list-item><text:p>Filters</text:p></text:list-item></text:list>"
+        )
+    )
+    path = tmp_path / "parts.odt"
+    odt.save(str(path))
+    doc = parse_file(path)
+    for words in ("Spare parts kept on site", "Gaskets for the inlet", "Filters"):
+        assert words in doc.markdown, doc.markdown
+
+
 # --------------------------------------------------------------------------- #
 # Spreadsheets: cells as formatted
 # --------------------------------------------------------------------------- #
