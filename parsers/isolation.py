@@ -421,14 +421,10 @@ class ParserPool:
         )
 
     def _new_worker(self) -> _Worker:
-        if _keep_warm_s <= 0:
-            return _Worker(self._ctx, self._settings_json, self.target, self.warm_up)
-        key = self._key()
-        if (spare := _take_spare(key)) is not None:
+        """A kept spare that serves this pool, else a fresh child."""
+        if _keep_warm_s > 0 and (spare := _take_spare(self._key())) is not None:
             return spare
-        worker = _Worker(self._ctx, self._settings_json, self.target, self.warm_up)
-        worker.key = key
-        return worker
+        return self._fresh_worker()
 
     def _fresh_worker(self) -> _Worker:
         """A child that has parsed nothing yet (never a kept spare, which may have)."""
