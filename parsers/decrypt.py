@@ -18,9 +18,10 @@ import os
 import tempfile
 from pathlib import Path
 
+from common.encodings import OLE_MAGIC
 from common.errors import Category
 from parsers.errors import ParseError
-from parsers.safety import OLE_MAGIC, open_pdf
+from parsers.safety import open_pdf
 
 WRONG_PASSWORD = (
     "the password configured for this path (parse.passwords) does not open it: check "

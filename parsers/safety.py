@@ -25,6 +25,7 @@ import zipfile
 from pathlib import Path
 from typing import Any, NoReturn
 
+from common.encodings import OLE_MAGIC
 from common.settings import ParseSettings
 from common.zipguard import zip_problem
 from parsers.errors import Category, ParseError
@@ -76,8 +77,6 @@ _OLE_STREAMS = (
 )
 _HEIC_BRANDS = (b"heic", b"heix", b"hevc", b"hevx", b"heim", b"heis", b"mif1", b"msf1")
 FORMATS_HELP = "run `corpusflow formats` for the list of supported kinds"
-# An OLE2 compound file (Office 97-2003 files, OLE objects, encrypted OOXML).
-OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 ENCRYPTED_HELP = "corpusflow cannot read it: exclude it (source.exclude) or index a decrypted copy"
 # For what parsers.decrypt opens (PDF; OOXML, Word and Excel 97-2003 files).
 PASSWORD_HELP = (

@@ -59,6 +59,7 @@ import logging
 import re
 from typing import Any
 
+from common.encodings import guess_encoding
 from parsers.docx_words import WordsDocxBackend
 from parsers.pptx_charts import ChartPptxBackend
 from parsers.xlsx_cells import FormattedXlsxBackend
@@ -685,21 +686,13 @@ def ole_package(native: bytes) -> tuple[str, bytes] | None:
         return None
     if len(data) != size or not data:
         return None
-    names = [_ansi(raw).replace("\\", "/").rsplit("/", 1)[-1] for raw in (label, source, temp)]
+    names = [
+        raw.decode(guess_encoding([raw]), "replace").strip().replace("\\", "/").rsplit("/", 1)[-1]
+        for raw in (label, source, temp)
+    ]
     # The label is what Office shows under the icon; a path's name has the extension
     # when the label was edited to say something else.
     return next((n for n in names if "." in n), names[0] or "package"), data
-
-
-def _ansi(raw: bytes) -> str:
-    """A name in the writer's ANSI code page, which the object does not record: UTF-8
-    or GBK when the bytes are valid as such (a Chinese Windows), else Windows-1252."""
-    for codec in ("utf-8", "gbk"):
-        try:
-            return raw.decode(codec).strip()
-        except UnicodeDecodeError:
-            continue
-    return raw.decode("cp1252", "replace").strip()
 
 
 def embedded_object(
@@ -713,8 +706,8 @@ def embedded_object(
     import io
     from pathlib import PurePosixPath
 
+    from common.encodings import OLE_MAGIC
     from parsers.docling_backend import convert_bytes, convert_markdown
-    from parsers.safety import OLE_MAGIC
 
     suffix = PurePosixPath(part_name).suffix.lower()
     kind: tuple[str, str] | None = _EMBEDDED_PACKAGES.get(suffix)

@@ -50,10 +50,11 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
+from common.encodings import guess_encoding
 from common.errors import Category, DocumentError, is_storage_full
 from common.settings import SourceSettings
 from common.zipguard import ARCHIVE_EXTENSIONS, zip_problem
-from sources.members import CHAIN_SEP, LEGACY_NAME_ENCODINGS, Listing, Member, guess_encoding
+from sources.members import CHAIN_SEP, LEGACY_NAME_ENCODINGS, Listing, Member
 
 log = logging.getLogger(__name__)
 

@@ -78,7 +78,7 @@ from email.message import EmailMessage, Message
 from pathlib import Path, PurePosixPath
 from typing import IO, Any, cast
 
-from common.encodings import as_8bit
+from common.encodings import OLE_MAGIC, as_8bit, guess_encoding
 from common.errors import Category, DocumentError, is_storage_full
 from common.settings import SourceSettings
 from common.zipguard import ARCHIVE_EXTENSIONS
@@ -87,7 +87,6 @@ from sources.members import (
     Listing,
     ListingCache,
     Member,
-    guess_encoding,
     listing_cache,
     listing_cache_path,
     short_name,
@@ -96,8 +95,6 @@ from sources.members import (
 log = logging.getLogger(__name__)
 
 MESSAGE_EXTENSIONS = (".eml", ".msg")
-# An OLE2 compound file's first bytes: an Outlook .msg.
-_OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 # MS-OXCMSG PidTagAttachMethod, and its value for an Outlook item attached as an item.
 _PID_ATTACH_METHOD = 0x3705
 _ATTACH_EMBEDDED_MESSAGE = 5
@@ -116,8 +113,6 @@ _SIGNATURES = frozenset(
 )
 _SMIME = frozenset({"application/pkcs7-mime", "application/x-pkcs7-mime"})
 _PGP_ARMOR = b"-----BEGIN PGP MESSAGE-----"
-# Encodings raw 8-bit attachment names are told apart in; cp1252 is the Western default.
-_NAME_ENCODINGS = ("gb18030", "cp932", "cp950", "cp949", "cp1252")
 _ENCODED_WORD = re.compile(r"=\?([^?*]+)(?:\*[^?]*)?\?[bqBQ]\?")
 _RAW_NAME = re.compile(r'(?:file)?name\s*=\s*"?([^";\r\n]+)', re.IGNORECASE)
 _MIB = 1024 * 1024
@@ -134,7 +129,7 @@ def _crc(data: bytes) -> str:
 def _parse(data: bytes) -> EmailMessage:
     """The message in ``data``: MIME (one saved as UTF-16/32 is read as the text it
     holds), or an Outlook .msg (an OLE2 compound file) read as ``OutlookMessage``."""
-    if data.startswith(_OLE_MAGIC):
+    if data.startswith(OLE_MAGIC):
         return _outlook(data)
     return cast(EmailMessage, email.message_from_bytes(as_8bit(data), policy=email.policy.default))
 
@@ -293,7 +288,7 @@ def _decode_raw(raw: bytes, hints: tuple[str, ...]) -> str:
     for charset in ("utf-8", *hints):
         with contextlib.suppress(UnicodeDecodeError, LookupError):
             return raw.decode(charset)
-    return raw.decode(guess_encoding([raw], _NAME_ENCODINGS), errors="replace")
+    return raw.decode(guess_encoding([raw]), errors="replace")
 
 
 def _filename(part: EmailMessage, hints: tuple[str, ...] = ()) -> str:

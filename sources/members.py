@@ -122,21 +122,6 @@ def extracted(container: Container, location: str, key: str, name: str) -> Itera
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def guess_encoding(raws: list[bytes], candidates: tuple[str, ...] = LEGACY_NAME_ENCODINGS) -> str:
-    """The encoding names written without one were most likely written in: UTF-8 where
-    they all decode, else the legacy encoding they read best in."""
-    try:
-        for raw in raws:
-            raw.decode("utf-8")
-        return "utf-8"
-    except UnicodeDecodeError:
-        pass
-    import charset_normalizer
-
-    best = charset_normalizer.from_bytes(b"\n".join(raws), cp_isolation=list(candidates)).best()
-    return best.encoding if best is not None else candidates[-1]
-
-
 class ListingCache:
     """Listings remembered by the container file's identity and stat (path, size, mtime,
     ctime, inode) in one SQLite file, so a container that must be read whole to be listed

@@ -88,9 +88,10 @@ def compound_file(streams: dict[str, bytes]) -> bytes:
     return header + struct.pack(f"<{_SECTOR // 4}I", *fat) + directory + data
 
 
-def ole10_native(label: str, data: bytes) -> bytes:
-    """The ``\\x01Ole10Native`` stream of a Packager object carrying the file ``label``."""
-    name = label.encode("cp1252")
+def ole10_native(label: str, data: bytes, encoding: str = "cp1252") -> bytes:
+    """The ``\\x01Ole10Native`` stream of a Packager object carrying the file ``label``,
+    its name in the writer's ANSI code page ``encoding``."""
+    name = label.encode(encoding)
     temp = b"C:\\Users\\x\\AppData\\Local\\Temp\\" + name + b"\0"
     body = (
         struct.pack("<H", 2)

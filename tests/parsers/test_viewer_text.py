@@ -670,3 +670,26 @@ def test_ole_packager_and_acrobat_objects_read_as_their_files(tmp_path: Path) ->
     assert "Middle deck Ysolde" in doc.markdown
     assert "Quorvex" not in doc.markdown
     assert any("files deep" in w.message for w in doc.warnings), doc.warnings
+
+
+def test_packaged_file_names_read_in_the_writers_code_page(tmp_path: Path) -> None:
+    """A Packager object records its file's name in the writer's ANSI code page and does
+    not say which: a Western name whose bytes are also valid GBK ("naïve") and a Chinese
+    name from a Chinese Windows both come out as written."""
+    from tests.helpers.cfb import compound_file, ole10_native
+    from tests.helpers.pdfgen import write_pdf
+
+    annex = write_pdf(tmp_path / "a.pdf", [[(11, "Quorvex ledgers balance")]]).read_bytes()
+    deck = _packager_deck(
+        tmp_path / "deck.pptx",
+        [
+            ("Western", compound_file({"\x01Ole10Native": ole10_native("naïve.pdf", annex)})),
+            (
+                "Chinese",
+                compound_file({"\x01Ole10Native": ole10_native("季度财务报表.pdf", annex, "gbk")}),
+            ),
+        ],
+    )
+    md = parse_file(deck).markdown
+    assert "(naïve.pdf):" in md, md
+    assert "(季度财务报表.pdf):" in md, md
