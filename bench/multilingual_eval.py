@@ -154,6 +154,7 @@ def _legs(
             store.chunks.name(spec.table_suffix),
             store.chunks.parent_name(spec.table_suffix),
             load_query_embedder(settings.embed, spec),
+            fusion=settings.search,  # CORPUSFLOW_SEARCH__* from the environment
         )
         legs[f"dense:{model}"] = [
             searcher.search(q.question, k=DEPTH, mode="dense", filters=every) for q in questions

@@ -93,6 +93,15 @@ def has_cjk(text: str) -> bool:
     return _CJK.search(text) is not None
 
 
+_CJK_RUN = re.compile(_CJK.pattern + "+")
+
+
+def cjk_runs(text: str) -> str:
+    """The runs of Chinese, Japanese and Korean characters of ``text``, space-separated:
+    what the CJK bigram index holds of a chunk and is asked of a query."""
+    return " ".join(_CJK_RUN.findall(text))
+
+
 def _detector_factory() -> Any:
     global _factory
     with _lock:

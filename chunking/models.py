@@ -22,7 +22,9 @@ if TYPE_CHECKING:
 #    say otherwise (tables, headings and names no longer read as German or Dutch).
 # 7: a table's top-left header cell, which no "row, column = value" triplet names, is
 #    written once before the table's triplets.
-CHUNKER_VERSION = "7"
+# 8: each chunk row also carries its CJK runs (``cjk_text``) for the CJK bigram index; the
+#    chunks are unchanged, the rows rewritten once (parses and embeddings from the caches).
+CHUNKER_VERSION = "8"
 
 
 @dataclass(frozen=True, slots=True)

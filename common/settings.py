@@ -638,6 +638,15 @@ class SearchSettings(_Section):
         description="Weight of the keyword (or sparse) leg for a query with Chinese, "
         "Japanese or Korean characters (the ICU keyword index segments them into words).",
     )
+    cjk_bigram_weight: float = Field(
+        1.0,
+        ge=0,
+        description="Weight of the CJK bigram leg in hybrid search, a third leg for a query "
+        "with Chinese, Japanese or Korean characters (every pair of adjacent characters "
+        "matched, where a dictionary's word boundaries and the question's differ). Scaled by "
+        "the share of the dense leg's top 10 written in the query's language: a question "
+        "whose answers look to be in another language gets little of it. 0: off.",
+    )
     distinct_parents: bool = Field(
         True,
         description="Hybrid search returns at most one chunk per parent section while other "

@@ -41,7 +41,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from chunking.language import has_cjk
+from chunking.language import cjk_runs, detect_language, has_cjk
 from common.errors import ConfigurationError
 from common.settings import SearchSettings, Settings
 from embedding import Embedder, ModelSpec
@@ -154,11 +154,16 @@ class Searcher:
         self.pinned = pinned
         self.fusion = fusion or SearchSettings()
         self._follow = follow
-        self.table = store.db.open_table(chunk_table)
-        # A table written before a column existed (``lang``) is read without it.
-        names = set(self.table.schema.names)
-        self.columns = [c for c in _COLUMNS if c in names]
+        self._use_table(store.db.open_table(chunk_table))
         self._override_logged = False
+
+    def _use_table(self, table: Any) -> None:
+        # A table written before a column existed (``lang``, ``cjk_text``) is read
+        # without it.
+        self.table = table
+        names = set(table.schema.names)
+        self.columns = [c for c in _COLUMNS if c in names]
+        self.has_bigrams = "cjk_text" in names
 
     @classmethod
     def for_active(cls, settings: Settings) -> Searcher:
@@ -190,9 +195,7 @@ class Searcher:
             if spec.fingerprint != self.embedder.spec.fingerprint:
                 self.embedder = load_query_embedder(self._follow.embed, spec)
             self.chunk_table, self.parent_table = active.chunk_table, active.parent_table
-            self.table = self.store.db.open_table(active.chunk_table)
-            names = set(self.table.schema.names)
-            self.columns = [c for c in _COLUMNS if c in names]
+            self._use_table(self.store.db.open_table(active.chunk_table))
         self.pinned = active.pinned
 
     def snapshot(self) -> Snapshot:
@@ -287,14 +290,17 @@ class Searcher:
             model_k, model_dense = fusion_defaults(self.embedder.spec)
             if rrf_k is None:
                 rrf_k = model_k if self.fusion.rrf_k is None else self.fusion.rrf_k
-            ranked = rrf(
-                [self._dense(query, depth, filters, table), lexical],
-                rrf_k,
-                weights=[
-                    model_dense if self.fusion.dense_weight is None else self.fusion.dense_weight,
-                    self.fusion.keyword_weight_cjk if cjk else self.fusion.keyword_weight,
-                ],
-            )
+            dense = self._dense(query, depth, filters, table)
+            legs = [dense, lexical]
+            weights = [
+                model_dense if self.fusion.dense_weight is None else self.fusion.dense_weight,
+                self.fusion.keyword_weight_cjk if cjk else self.fusion.keyword_weight,
+            ]
+            bigram_weight = self._bigram_weight(query, dense) if cjk else 0.0
+            if bigram_weight > 0:
+                legs.append(self._bigrams(query, depth, filters, table))
+                weights.append(bigram_weight)
+            ranked = rrf(legs, rrf_k, weights=weights)
         ranked = [(row, score) for row, score in ranked if filters.accepts(row)]
         if mode == "hybrid" and self.fusion.distinct_parents:
             ranked = one_per_parent(ranked)
@@ -308,7 +314,7 @@ class Searcher:
         q = (
             (table or self.table)
             .search(vector.tolist(), vector_column_name="vector")
-            .distance_type("cosine")  # type: ignore[union-attr]
+            .distance_type("cosine")
             .select([*self.columns, "_distance"])
         )
         where = filters.where()
@@ -330,6 +336,41 @@ class Searcher:
         try:
             rows = q.limit(limit).to_list()
         except Exception as exc:  # no FTS index yet (empty table) or an unparsable query
+            if "index" in str(exc).lower():
+                return []
+            raise
+        return [(r, float(r["_score"])) for r in rows]
+
+    def _bigram_weight(self, query: str, dense: list[tuple[dict[str, Any], float]]) -> float:
+        """``search.cjk_bigram_weight`` times the share of the dense leg's top 10 in the
+        query's language. A Chinese question about an English document finds Chinese
+        chunks through the bigram index whatever they say; when the dense leg's best are
+        English, the answer likely is too, and the leg weighs little (docs/benchmarks.md,
+        "The CJK bigram leg, weighted by the query's language")."""
+        weight = self.fusion.cjk_bigram_weight
+        if weight <= 0 or not self.has_bigrams or not dense:
+            return 0.0
+        lang = detect_language(query)
+        top = dense[:10]
+        return weight * sum(1 for row, _ in top if row.get("lang") == lang) / len(top)
+
+    def _bigrams(
+        self, query: str, limit: int, filters: Filters, table: Any = None
+    ) -> list[tuple[dict[str, Any], float]]:
+        terms = cjk_runs(query)
+        if not terms:
+            return []
+        q = (
+            (table or self.table)
+            .search(terms, query_type="fts", fts_columns="cjk_text")
+            .select([*self.columns, "_score"])
+        )
+        where = filters.where()
+        if where:
+            q = q.where(where, prefilter=True)
+        try:
+            rows = q.limit(limit).to_list()
+        except Exception as exc:  # no bigram index (a table not yet indexed)
             if "index" in str(exc).lower():
                 return []
             raise

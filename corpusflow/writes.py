@@ -16,6 +16,7 @@ from dataclasses import fields as dataclass_fields
 from typing import Any
 
 from chunking import ChunkSet
+from chunking.language import cjk_runs
 from chunking.models import Chunk, Parent
 from common.errors import DocumentError
 from common.settings import Settings
@@ -241,6 +242,7 @@ def write_batch(
                     context=c.context,
                     embed_text=c.embed_text,
                     embed_key=keys[c.chunk_id],
+                    cjk_text=cjk_runs(c.embed_text),
                     heading_path=list(c.heading_path),
                     page_numbers=list(c.page_numbers),
                     path=p.item.file.rel_path,

@@ -8,6 +8,11 @@
   whitespace/punctuation "simple" tokenizer of earlier versions, which left a Chinese
   sentence as one token) is dropped and rebuilt. Measured against n-grams and a second
   n-gram index on the CJK characters in docs/benchmarks.md (bench/fts_tokenizers.py).
+- A second full-text index, character bigrams (``CJK_FTS_SETTINGS``), on ``cjk_text``
+  (the Chinese, Japanese and Korean runs of ``embed_text``): hybrid search's third leg
+  for a CJK query, where a dictionary's word boundaries and the question's differ
+  (corpusflow.api). A table written before the column existed gets it as nulls until
+  its rows are rewritten (chunker version 8 re-chunks every document once).
 - BTREE index on ``doc_id``: a refresh asks whether a batch's documents have rows
   (``ChunkTables.replace``) and deletes by document.
 - Vector index only above ``storage.vector_index_min_rows`` rows (below it an
@@ -41,6 +46,19 @@ FTS_SETTINGS: dict[str, Any] = {
     "remove_stop_words": True,
     "lower_case": True,
     "ascii_folding": True,
+    "with_position": False,
+}
+
+
+# The CJK bigram index: every pair of adjacent characters of a CJK run is a term.
+CJK_FTS_SETTINGS: dict[str, Any] = {
+    "base_tokenizer": "ngram",
+    "ngram_min_length": 2,
+    "ngram_max_length": 2,
+    "stem": False,
+    "remove_stop_words": False,
+    "lower_case": True,
+    "ascii_folding": False,
     "with_position": False,
 }
 
@@ -96,6 +114,9 @@ def ensure_indexes(store: Store, table_name: str, settings: StorageSettings) -> 
     if fts is None:
         table.create_index("embed_text", config=FTS(**FTS_SETTINGS))
         done.setdefault("embed_text", "created FTS")
+    if "cjk_text" in table.schema.names and _fts_index(table, "cjk_text") is None:
+        table.create_index("cjk_text", config=FTS(**CJK_FTS_SETTINGS))
+        done["cjk_text"] = "created FTS (CJK bigrams)"
     if "doc_id" not in existing:  # a refresh's "any rows of these documents?" and deletes
         table.create_index("doc_id", config=BTree())
         done["doc_id"] = "created BTREE"

@@ -203,6 +203,7 @@ class ChunkRow(_Record):
     context: str = ""  # contextual-retrieval prefix
     embed_text: str = ""  # context + text: what is embedded and FTS-indexed
     embed_key: str | None = None  # storage.schema.embed_key(embed_text)
+    cjk_text: str = ""  # chunking.language.cjk_runs(embed_text): the CJK bigram index's text
     heading_path: list[str] = field(default_factory=list)
     page_numbers: list[int] = field(default_factory=list)
     path: str = ""  # source-relative path

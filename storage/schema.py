@@ -107,6 +107,8 @@ def chunk_schema(dim: int) -> pa.Schema:
             pa.field("context", pa.string()),  # contextual-retrieval prefix
             pa.field("embed_text", pa.large_string()),  # context + text: embedded and FTS-indexed
             pa.field("embed_key", pa.string()),  # embed_key(embed_text): its embedding-cache key
+            # The CJK runs of embed_text: indexed as character bigrams (storage.maintenance).
+            pa.field("cjk_text", pa.large_string()),
             pa.field("heading_path", pa.list_(pa.string())),
             pa.field("page_numbers", pa.list_(pa.int32())),
             pa.field("path", pa.string()),  # source-relative path

@@ -24,7 +24,7 @@ from common.settings import (
     Settings,
     load_settings,
 )
-from corpusflow.api import Searcher, one_per_parent, rrf
+from corpusflow.api import Filters, Searcher, one_per_parent, rrf
 from corpusflow.engine import RefreshEngine
 from embedding import load_embedder, resolve_model
 from embedding.presets import DEFAULT_MODEL
@@ -112,7 +112,13 @@ def test_hybrid_fuses_with_the_model_defaults_unless_set(
     searcher = Searcher.for_active(settings)
     question = "紧急变更由谁批准？"
     legs = _legs(searcher, question)
-    expected = one_per_parent(rrf(legs, rrf_k, weights=[dense_weight, 1.0]))[:5]
+    # A Chinese question also asks the CJK bigram index, weighted by the share of the
+    # dense top 10 in Chinese.
+    bigram_weight = searcher._bigram_weight(question, legs[0])
+    assert 0 < bigram_weight <= 1
+    legs.append(searcher._bigrams(question, 50, Filters()))
+    weights = [dense_weight, 1.0, bigram_weight]
+    expected = one_per_parent(rrf(legs, rrf_k, weights=weights))[:5]
     hybrid = searcher.search(question, k=5, mode="hybrid")
     assert [h["chunk_id"] for h in hybrid] == [r["chunk_id"] for r, _ in expected]
     assert [h["score"] for h in hybrid] == pytest.approx([s for _, s in expected], abs=1e-6)

@@ -69,6 +69,36 @@ def test_chinese_literal_questions_hit_at_5(bilingual: Settings, mode: str) -> N
     assert result["hit_rate_at_5"] == 1.0, result["failures"]
 
 
+def test_cjk_bigram_leg_finds_what_the_word_index_splits_otherwise(bilingual: Settings) -> None:
+    """Each chunk row carries its CJK runs, indexed as character bigrams: "顺延" (postponed)
+    finds the change-window rule, whichever way the dictionary cut "一律顺延到"; hybrid
+    search puts it first."""
+    searcher = Searcher.for_active(bilingual)
+    assert searcher.has_bigrams
+    hits = searcher._bigrams("顺延", 5, Filters())
+    assert hits and "窗口之外的普通变更一律顺延到下一个窗口" in hits[0][0]["text"]
+    assert not searcher._bigrams("Flights booked", 5, Filters())  # no CJK: no leg
+    top = searcher.search("顺延", k=1, mode="hybrid")[0]
+    assert "一律顺延到下一个窗口" in top["text"]
+
+
+def test_cjk_bigram_leg_weighs_by_the_query_language_of_the_dense_top(
+    bilingual: Settings,
+) -> None:
+    """A Chinese question whose dense neighbours are English (its answer likely is too)
+    gets no bigram leg; half Chinese, half the weight; the setting scales it, 0 is off."""
+    searcher = Searcher.for_active(bilingual)
+
+    def dense(*langs: str) -> list[tuple[dict[str, Any], float]]:
+        return [({"lang": lang}, 1.0) for lang in langs]
+
+    assert searcher._bigram_weight("叉车证多久更新", dense(*["en"] * 10)) == 0.0
+    assert searcher._bigram_weight("叉车证多久更新", dense(*["zh", "en"] * 5)) == 0.5
+    assert searcher._bigram_weight("叉车证多久更新", dense(*["zh"] * 12)) == 1.0
+    searcher.fusion = searcher.fusion.model_copy(update={"cjk_bigram_weight": 0.0})
+    assert searcher._bigram_weight("叉车证多久更新", dense(*["zh"] * 10)) == 0.0
+
+
 def test_lang_filter(bilingual: Settings) -> None:
     for lang in ("zh", "en", "ja"):
         hits = search("仓库 warehouse 倉庫", bilingual, k=10, filters=Filters(lang=[lang]))
@@ -131,13 +161,14 @@ def test_old_table_gains_the_column_and_a_cjk_index(tmp_path: Path) -> None:
 
     store = Store(str(tmp_path / "db"), "default")
     dim = 8
-    old_schema = pa.schema([f for f in chunk_schema(dim) if f.name != "lang"])
+    old_schema = pa.schema([f for f in chunk_schema(dim) if f.name not in ("lang", "cjk_text")])
     name = store.chunks.name("m")
     table = store.db.create_table(name, pa.Table.from_pylist(_old_rows(dim), schema=old_schema))
     table.create_index("embed_text", config=FTS())
     assert not table.search("变更窗口", query_type="fts", fts_columns="embed_text").to_list()
     # Read as it is: search works without the column; a language filter says what to do.
     searcher = Searcher(store, name, store.chunks.parent_name("m"), embedder=None)  # type: ignore[arg-type]
+    assert not searcher.has_bigrams
     assert searcher._keyword("booked", 5, Filters())[0][0]["chunk_id"] == "c1"
     with pytest.raises(ConfigurationError, match="ingest"):
         searcher.search("x", mode="keyword", filters=Filters(lang=["zh"]))
@@ -154,6 +185,10 @@ def test_old_table_gains_the_column_and_a_cjk_index(tmp_path: Path) -> None:
     hits = table.search("变更窗口", query_type="fts", fts_columns="embed_text").to_list()
     assert {h["chunk_id"] for h in hits} == {"c0", "c9"}
     assert ensure_indexes(store, name, load_settings(None, {}).storage).get("embed_text") is None
+    # The CJK bigram column came with the same write (nulls for the old rows, until their
+    # documents are re-chunked), and its index with maintenance.
+    assert "cjk_text" in table.schema.names and "cjk_text" in done
+    assert Searcher(store, name, store.chunks.parent_name("m"), embedder=None).has_bigrams  # type: ignore[arg-type]
 
 
 @pytest.mark.usefixtures("prefect_server")
