@@ -638,6 +638,15 @@ class SearchSettings(_Section):
         description="Weight of the keyword (or sparse) leg for a query with Chinese, "
         "Japanese or Korean characters (the ICU keyword index segments them into words).",
     )
+    keyword_language_floor: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="For a query with Chinese, Japanese or Korean characters, the keyword (or "
+        "sparse) leg weighs keyword_weight_cjk x (floor + (1 - floor) x the share of the dense "
+        "leg's top 10 written in the query's language): this floor is what it keeps when none "
+        "is. 1: the leg's weight does not depend on the language.",
+    )
     cjk_bigram_weight: float = Field(
         1.0,
         ge=0,

@@ -294,12 +294,14 @@ class Searcher:
             legs = [dense, lexical]
             weights = [
                 model_dense if self.fusion.dense_weight is None else self.fusion.dense_weight,
-                self.fusion.keyword_weight_cjk if cjk else self.fusion.keyword_weight,
+                self.fusion.keyword_weight,
             ]
-            bigram_weight = self._bigram_weight(query, dense) if cjk else 0.0
-            if bigram_weight > 0:
-                legs.append(self._bigrams(query, depth, filters, table))
-                weights.append(bigram_weight)
+            if cjk:
+                lexical_weight, bigram_weight = self._cjk_weights(query, dense)
+                weights[1] = lexical_weight
+                if bigram_weight > 0 and self.has_bigrams:
+                    legs.append(self._bigrams(query, depth, filters, table))
+                    weights.append(bigram_weight)
             ranked = rrf(legs, rrf_k, weights=weights)
         ranked = [(row, score) for row, score in ranked if filters.accepts(row)]
         if mode == "hybrid" and self.fusion.distinct_parents:
@@ -341,18 +343,26 @@ class Searcher:
             raise
         return [(r, float(r["_score"])) for r in rows]
 
-    def _bigram_weight(self, query: str, dense: list[tuple[dict[str, Any], float]]) -> float:
-        """``search.cjk_bigram_weight`` times the share of the dense leg's top 10 in the
-        query's language. A Chinese question about an English document finds Chinese
-        chunks through the bigram index whatever they say; when the dense leg's best are
-        English, the answer likely is too, and the leg weighs little (docs/benchmarks.md,
-        "The CJK bigram leg, weighted by the query's language")."""
-        weight = self.fusion.cjk_bigram_weight
-        if weight <= 0 or not self.has_bigrams or not dense:
-            return 0.0
-        lang = detect_language(query)
+    def _cjk_weights(
+        self, query: str, dense: list[tuple[dict[str, Any], float]]
+    ) -> tuple[float, float]:
+        """The keyword (or sparse) and CJK bigram legs' weights for a CJK query, by the
+        share of the dense leg's top 10 written in the query's language. Both lexical
+        indexes find text in the query's own language: a Chinese question whose dense
+        neighbours are English (its answer likely is too) gets Chinese chunks from them
+        whatever those say. So the bigram leg weighs ``search.cjk_bigram_weight`` x share,
+        the keyword leg ``search.keyword_weight_cjk`` x (floor + (1 - floor) x share) with
+        ``search.keyword_language_floor`` (it also matches Latin terms such as "AWS" in any
+        language). docs/benchmarks.md, "The CJK bigram leg, weighted by the query's
+        language"."""
         top = dense[:10]
-        return weight * sum(1 for row, _ in top if row.get("lang") == lang) / len(top)
+        lang = detect_language(query)
+        share = sum(1 for row, _ in top if row.get("lang") == lang) / len(top) if top else 1.0
+        floor = self.fusion.keyword_language_floor
+        return (
+            self.fusion.keyword_weight_cjk * (floor + (1 - floor) * share),
+            self.fusion.cjk_bigram_weight * share,
+        )
 
     def _bigrams(
         self, query: str, limit: int, filters: Filters, table: Any = None

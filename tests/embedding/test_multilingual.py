@@ -112,12 +112,12 @@ def test_hybrid_fuses_with_the_model_defaults_unless_set(
     searcher = Searcher.for_active(settings)
     question = "紧急变更由谁批准？"
     legs = _legs(searcher, question)
-    # A Chinese question also asks the CJK bigram index, weighted by the share of the
-    # dense top 10 in Chinese.
-    bigram_weight = searcher._bigram_weight(question, legs[0])
-    assert 0 < bigram_weight <= 1
+    # A Chinese question also asks the CJK bigram index; both lexical legs are weighted by
+    # the share of the dense top 10 in Chinese.
+    keyword_weight, bigram_weight = searcher._cjk_weights(question, legs[0])
+    assert 0.5 <= keyword_weight <= 1 and 0 < bigram_weight <= 1
     legs.append(searcher._bigrams(question, 50, Filters()))
-    weights = [dense_weight, 1.0, bigram_weight]
+    weights = [dense_weight, keyword_weight, bigram_weight]
     expected = one_per_parent(rrf(legs, rrf_k, weights=weights))[:5]
     hybrid = searcher.search(question, k=5, mode="hybrid")
     assert [h["chunk_id"] for h in hybrid] == [r["chunk_id"] for r, _ in expected]

@@ -82,21 +82,25 @@ def test_cjk_bigram_leg_finds_what_the_word_index_splits_otherwise(bilingual: Se
     assert "一律顺延到下一个窗口" in top["text"]
 
 
-def test_cjk_bigram_leg_weighs_by_the_query_language_of_the_dense_top(
+def test_cjk_lexical_legs_weigh_by_the_query_language_of_the_dense_top(
     bilingual: Settings,
 ) -> None:
     """A Chinese question whose dense neighbours are English (its answer likely is too)
-    gets no bigram leg; half Chinese, half the weight; the setting scales it, 0 is off."""
+    gets no bigram leg and half the keyword leg; all Chinese, both in full; the settings
+    scale them (bigram weight 0: off; floor 1: the keyword leg ignores the language)."""
     searcher = Searcher.for_active(bilingual)
+    question = "叉车证多久更新"
 
     def dense(*langs: str) -> list[tuple[dict[str, Any], float]]:
         return [({"lang": lang}, 1.0) for lang in langs]
 
-    assert searcher._bigram_weight("叉车证多久更新", dense(*["en"] * 10)) == 0.0
-    assert searcher._bigram_weight("叉车证多久更新", dense(*["zh", "en"] * 5)) == 0.5
-    assert searcher._bigram_weight("叉车证多久更新", dense(*["zh"] * 12)) == 1.0
-    searcher.fusion = searcher.fusion.model_copy(update={"cjk_bigram_weight": 0.0})
-    assert searcher._bigram_weight("叉车证多久更新", dense(*["zh"] * 10)) == 0.0
+    assert searcher._cjk_weights(question, dense(*["en"] * 10)) == (0.5, 0.0)
+    assert searcher._cjk_weights(question, dense(*["zh", "en"] * 5)) == (0.75, 0.5)
+    assert searcher._cjk_weights(question, dense(*["zh"] * 12)) == (1.0, 1.0)
+    searcher.fusion = searcher.fusion.model_copy(
+        update={"cjk_bigram_weight": 0.0, "keyword_language_floor": 1.0, "keyword_weight_cjk": 2}
+    )
+    assert searcher._cjk_weights(question, dense(*["en"] * 10)) == (2.0, 0.0)
 
 
 def test_lang_filter(bilingual: Settings) -> None:
