@@ -13,7 +13,7 @@ of its elements outside script and style (Python's html.parser); and
 corpusflow parses the file (``ParserPool``: the same isolation as an ingest). Recall is the
 share of the reference's words (the shared definition in ../shared/tools/parse_metrics.py:
 case-folded word tokens, as a bag) that the stored Markdown holds; a failed file counts 0 and
-shows its category. References are cached in REFDIR (default DIR/.lo-refs) so a second run
+shows its category. For PDF the reference is poppler's ``pdftotext`` (the text layer). References are cached in REFDIR (default DIR/.lo-refs) so a second run
 only parses. ``--compare`` prints per-format means and the files that changed between runs.
 ``distinct`` beside ``recall`` is the share of the reference's distinct words found: text
 shown on every slide (a master's footer) counts once there, as corpusflow stores it once.
@@ -83,6 +83,15 @@ def reference(path: Path, refs: Path) -> str | None:
         return path.read_text(encoding="utf-8", errors="replace")
     if path.suffix.lower() in HTML:
         return _html_text(path)
+    if path.suffix.lower() == ".pdf":
+        # poppler's text layer: what a reader can select (a scanned page has none).
+        done = subprocess.run(
+            ["pdftotext", "-enc", "UTF-8", str(path), "-"],
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+        return done.stdout.decode("utf-8", "replace") if done.returncode == 0 else None
     cached = refs / f"{path.name}.txt"
     if cached.exists():
         text = cached.read_text(encoding="utf-8")

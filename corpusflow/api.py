@@ -327,9 +327,20 @@ class Searcher:
     def _keyword(
         self, query: str, limit: int, filters: Filters, table: Any = None
     ) -> list[tuple[dict[str, Any], float]]:
+        return self._full_text(query, "embed_text", limit, filters, table)
+
+    def _bigrams(
+        self, query: str, limit: int, filters: Filters, table: Any = None
+    ) -> list[tuple[dict[str, Any], float]]:
+        terms = cjk_runs(query)
+        return self._full_text(terms, "cjk_text", limit, filters, table) if terms else []
+
+    def _full_text(
+        self, query: str, column: str, limit: int, filters: Filters, table: Any = None
+    ) -> list[tuple[dict[str, Any], float]]:
         q = (
             (table or self.table)
-            .search(query, query_type="fts", fts_columns="embed_text")
+            .search(query, query_type="fts", fts_columns=column)
             .select([*self.columns, "_score"])
         )
         where = filters.where()
@@ -363,28 +374,6 @@ class Searcher:
             self.fusion.keyword_weight_cjk * (floor + (1 - floor) * share),
             self.fusion.cjk_bigram_weight * share,
         )
-
-    def _bigrams(
-        self, query: str, limit: int, filters: Filters, table: Any = None
-    ) -> list[tuple[dict[str, Any], float]]:
-        terms = cjk_runs(query)
-        if not terms:
-            return []
-        q = (
-            (table or self.table)
-            .search(terms, query_type="fts", fts_columns="cjk_text")
-            .select([*self.columns, "_score"])
-        )
-        where = filters.where()
-        if where:
-            q = q.where(where, prefilter=True)
-        try:
-            rows = q.limit(limit).to_list()
-        except Exception as exc:  # no bigram index (a table not yet indexed)
-            if "index" in str(exc).lower():
-                return []
-            raise
-        return [(r, float(r["_score"])) for r in rows]
 
     def _sparse(
         self, query: str, limit: int, filters: Filters, table: Any = None
