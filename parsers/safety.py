@@ -448,9 +448,26 @@ def open_pdf(path: Path, password: str | None = None, locked: str = PASSWORD_HEL
     try:
         return pdfium.PdfDocument(path, password=password)
     except pdfium.PdfiumError as exc:
-        if getattr(exc, "err_code", None) == pdfium.raw.FPDF_ERR_PASSWORD:
+        # pdfium's error code is its last error: a file it fails on without setting one
+        # (a broken page tree) reads the code of the file before it, in a parser child
+        # that opened an encrypted one. Password-protected only when the file says so.
+        if getattr(exc, "err_code", None) == pdfium.raw.FPDF_ERR_PASSWORD and _declares_encryption(
+            path
+        ):
             raise ParseError(Category.ENCRYPTED, f"PDF is password-protected; {locked}") from None
         raise ParseError(Category.CORRUPT, f"PDF cannot be opened: {exc}") from exc
+
+
+def _declares_encryption(path: Path) -> bool:
+    """Whether the PDF names an encryption dictionary (``/Encrypt``, in its trailer or
+    its cross-reference stream's dictionary, which is never itself compressed)."""
+    import mmap
+
+    try:
+        with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            return m.find(b"/Encrypt") >= 0
+    except (OSError, ValueError):  # unreadable or empty: the pdfium error stands
+        return True
 
 
 def check_pdf(path: Path, settings: ParseSettings) -> int:

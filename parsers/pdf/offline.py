@@ -14,8 +14,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from common.settings import ParseSettings
+from parsers.errors import Category, ParseError
 from parsers.models import BackendResult, ParseWarning
 from parsers.pdf.primitives import page_sizes
+from parsers.pdf.textlayer import TextLayer
 
 
 def parse_offline(path: Path, settings: ParseSettings, headings: str = "rules") -> BackendResult:
@@ -32,7 +34,18 @@ def parse_offline(path: Path, settings: ParseSettings, headings: str = "rules") 
     from parsers.pdf.headings import current_range, read_outline
     from parsers.pdf.textlayer import native_content
 
-    content = native_content(path)
+    try:
+        content = native_content(path)
+    except ParseError as exc:
+        # docling-parse cannot load some files pdfium opens (the pre-check did): their
+        # text layer is read with pdfium, without typography (no headings by style).
+        if exc.category != Category.CORRUPT or "could not load" not in str(exc):
+            raise
+        from parsers.pdf.primitives import pdfium_lines
+
+        found, found_sizes = pdfium_lines(path)
+        note = ParseWarning("pdf", f"text layer read with pdfium: {str(exc)[:200]}")
+        content = TextLayer(found, found_sizes, [note], page_count=len(found_sizes))
     lines, sizes = content.lines, content.sizes
     warnings = list(content.warnings)
     parser = "pdf-offline"

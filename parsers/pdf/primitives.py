@@ -321,6 +321,31 @@ def page_sizes(path: Path, page_nos: Sequence[int]) -> dict[int, tuple[float, fl
         return sizes
 
 
+def pdfium_lines(path: Path) -> tuple[list[Line], dict[int, tuple[float, float]]]:
+    """Every page's text as pdfium reads it, one ``Line`` per text rectangle (pdfium
+    groups a line's characters into one), in pdfium's order, top-left coordinates, no
+    typography; and the page sizes. For a PDF whose text layer docling cannot load."""
+    lines: list[Line] = []
+    sizes: dict[int, tuple[float, float]] = {}
+    with open_pdf(path) as pdf:
+        for page_no in range(1, len(pdf) + 1):
+            with open_page(pdf, page_no) as page:
+                width, height = (float(v) for v in page.get_size())
+                sizes[page_no] = (width, height)
+                textpage = page.get_textpage()
+                try:
+                    for i in range(textpage.count_rects()):
+                        left, bottom, right, top = textpage.get_rect(i)
+                        text = textpage.get_text_bounded(left, bottom, right, top).strip()
+                        if text:
+                            lines.append(
+                                Line(page_no, text, left, height - top, right, height - bottom)
+                            )
+                finally:
+                    textpage.close()
+    return lines, sizes
+
+
 def _transform(m: tuple[float, ...], x: float, y: float) -> tuple[float, float]:
     a, b, c, d, e, f = m
     return a * x + c * y + e, b * x + d * y + f

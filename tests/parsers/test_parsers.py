@@ -371,3 +371,39 @@ def test_jupyter_notebook_keeps_markdown_code_and_text_outputs(tmp_path: Path) -
     other = tmp_path / "settings.ipynb"
     other.write_text('{"site": "Esbjerg", "turbines": 30}', encoding="utf-8")
     assert "Esbjerg" in parse_file(other).markdown
+
+
+def test_a_broken_pdf_read_after_an_encrypted_one_is_corrupt(tmp_path: Path) -> None:
+    """pdfium reports its last error: a page tree pointing nowhere fails without setting
+    one, and read after a password-protected file it said "password" (a fuzzed file of
+    pdf.js's tests was `encrypted`). Encrypted only when the file names an /Encrypt."""
+    import pypdf
+
+    from tests.helpers.pdfgen import write_pdf
+
+    plain = write_pdf(tmp_path / "plain.pdf", [[(11, "Ledger of the Wendigrail depot")]])
+    writer = pypdf.PdfWriter(clone_from=str(plain))
+    writer.encrypt(user_password="u-secret", owner_password="o-secret")
+    writer.write(tmp_path / "locked.pdf")
+    broken = tmp_path / "broken.pdf"
+    broken.write_bytes(plain.read_bytes().replace(b"/Pages 2 0 R", b"/Pages 99 0 R", 1))
+    for name, category in (("locked.pdf", Category.ENCRYPTED), ("broken.pdf", Category.CORRUPT)):
+        with pytest.raises(ParseError) as err:
+            parse_file(tmp_path / name)
+        assert err.value.category == category, (name, err.value)
+
+
+def test_a_pdf_docling_cannot_load_is_read_with_pdfium(tmp_path: Path) -> None:
+    """A cross-reference table whose offsets are all wrong: pdfium rebuilds it, docling's
+    parser refuses the file. Its words are read from pdfium's text layer, not lost as
+    `corrupt`."""
+    import re
+
+    from tests.helpers.pdfgen import write_pdf
+
+    pdf = write_pdf(tmp_path / "ok.pdf", [[(11, "Provenance of the Wendigrail ledger")]])
+    broken = tmp_path / "broken_xref.pdf"
+    broken.write_bytes(re.sub(rb"\d{10} 00000 n", b"0000000000 00000 n", pdf.read_bytes()))
+    doc = parse_file(broken)
+    assert "Provenance of the Wendigrail ledger" in doc.markdown
+    assert any("read with pdfium" in w.message for w in doc.warnings), doc.warnings
