@@ -451,10 +451,14 @@ def open_pdf(path: Path, password: str | None = None, locked: str = PASSWORD_HEL
         # pdfium's error code is its last error: a file it fails on without setting one
         # (a broken page tree) reads the code of the file before it, in a parser child
         # that opened an encrypted one. Password-protected only when the file says so.
-        if getattr(exc, "err_code", None) == pdfium.raw.FPDF_ERR_PASSWORD and _declares_encryption(
-            path
-        ):
-            raise ParseError(Category.ENCRYPTED, f"PDF is password-protected; {locked}") from None
+        if getattr(exc, "err_code", None) == pdfium.raw.FPDF_ERR_PASSWORD:
+            if _declares_encryption(path):
+                raise ParseError(
+                    Category.ENCRYPTED, f"PDF is password-protected; {locked}"
+                ) from None
+            raise ParseError(
+                Category.CORRUPT, "PDF cannot be opened: pdfium cannot read its structure"
+            ) from exc
         raise ParseError(Category.CORRUPT, f"PDF cannot be opened: {exc}") from exc
 
 

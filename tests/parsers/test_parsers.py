@@ -391,6 +391,7 @@ def test_a_broken_pdf_read_after_an_encrypted_one_is_corrupt(tmp_path: Path) -> 
         with pytest.raises(ParseError) as err:
             parse_file(tmp_path / name)
         assert err.value.category == category, (name, err.value)
+    assert "password" not in err.value.message
 
 
 def test_a_pdf_docling_cannot_load_is_read_with_pdfium(tmp_path: Path) -> None:
