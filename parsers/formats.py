@@ -148,7 +148,9 @@ FORMATS: tuple[FormatSpec, ...] = (
         # 4: fewer false headings: code in a monospace face, upright text, lines ending
         #    in a colon or a broken word, labels above tick values, and running heads
         #    that spell an outline title stay text (issue #32).
-        version="4",
+        # 5: a side heading in one text column is no table cell for what shares its
+        #    row in the next column (a chart's tick values) (issue #32).
+        version="5",
         binary=True,
     ),
     FormatSpec(

@@ -336,6 +336,7 @@ def classify_headings(
         for ln in b.lines:
             by_page.setdefault(ln.page_no, []).append(ln)
     position = {id(b): i for i, b in enumerate(blocks)}
+    columns = _text_columns(blocks, body)
 
     def style(b: Block) -> Style:
         return (round(b.height, 0), b.bold)
@@ -363,7 +364,7 @@ def classify_headings(
         ):
             candidates.append(block)
             continue
-        if rules and _is_heading(block, text, body, furniture, by_page, blocks, position):
+        if rules and _is_heading(block, text, body, furniture, by_page, blocks, position, columns):
             candidates.append(block)
 
     level_of = heading_levels((style(b) for b in candidates), outline_style)
@@ -419,6 +420,66 @@ def _side_heading(
     return 0 <= below <= 3 * line.height and above > 1.5 * below
 
 
+# A paragraph's extent: left, right, top, bottom; the id of its block; whether it
+# is set at the body size.
+Extent = tuple[float, float, float, float, int, bool]
+
+
+def _text_columns(blocks: Sequence[Block], body: BodyStyle) -> dict[int, list[Extent]]:
+    """The paragraphs on each page that show where its text columns lie: two lines
+    or more, wider than a table's cell (15 ems)."""
+    out: dict[int, list[Extent]] = {}
+    for b in blocks:
+        lines = b.lines
+        if b.kind != "paragraph" or len(lines) < 2:
+            continue
+        left, right = min(ln.left for ln in lines), max(ln.right for ln in lines)
+        if right - left >= 15 * b.height:
+            top, bottom = min(ln.top for ln in lines), max(ln.bottom for ln in lines)
+            running = abs(b.height - body.size) <= 0.1 * body.size
+            out.setdefault(lines[0].page_no, []).append((left, right, top, bottom, id(b), running))
+    return out
+
+
+def _column_of(line: Line, columns: Sequence[Extent], skip: int) -> tuple[float, float] | None:
+    """The left and right edges of the text column ``line`` is set in: those of the
+    paragraph of running text (at the body size) nearest above, below or around it
+    whose edges hold its middle, other than the block with id ``skip``; None where
+    there is none (a page of tables, a form)."""
+    middle = (line.left + line.right) / 2
+    best: tuple[float, float, float] | None = None
+    for left, right, top, bottom, block_id, running in columns:
+        if not running or block_id == skip or not left <= middle <= right:
+            continue
+        away = max(top - line.bottom, line.top - bottom, 0.0)
+        if best is None or away < best[0]:
+            best = (away, left, right)
+    return None if best is None else (best[1], best[2])
+
+
+def _runs_through(column: tuple[float, float], line: Line, columns: Sequence[Extent]) -> bool:
+    """The column has text above ``line``'s row and below it: paragraphs (captions
+    too) set within its edges."""
+    left, right = column
+    slack = 0.05 * (right - left)
+    inside = [e for e in columns if e[0] >= left - slack and e[1] <= right + slack]
+    return any(e[3] <= line.top for e in inside) and any(e[2] >= line.bottom for e in inside)
+
+
+def _across_gutter(block: Block, mate: Line, columns: Sequence[Extent]) -> bool:
+    """``mate`` is set in another text column than ``block``: each lies in a column
+    of running text, the two columns do not overlap (a gutter runs between them)
+    and both run through the row, with text above it and below it. A table's row
+    lies within one column; a form's labels beside its fields lie in no column of
+    running text; names set side by side above the columns (a paper's authors)
+    are in none yet."""
+    first = block.lines[0]
+    mine, theirs = _column_of(first, columns, id(block)), _column_of(mate, columns, 0)
+    if mine is None or theirs is None or not (theirs[1] <= mine[0] or mine[1] <= theirs[0]):
+        return False
+    return _runs_through(mine, first, columns) and _runs_through(theirs, mate, columns)
+
+
 def _is_heading(
     block: Block,
     text: str,
@@ -427,6 +488,7 @@ def _is_heading(
     by_page: dict[int, list[Line]],
     blocks: Sequence[Block],
     position: dict[int, int],
+    columns: dict[int, list[Extent]],
 ) -> bool:
     if not any(c.isalpha() for c in text) or text.rstrip().endswith(_SENTENCE_END):
         return False
@@ -514,10 +576,12 @@ def _is_heading(
         # Cells of a table row: several short pieces side by side, or a
         # same-styled neighbour on the row (a header row). A heading stands
         # alone on its row of its column.
+        page_columns = columns.get(first.page_no, [])
         mates = [
             ln
             for ln in page_lines
             if min(ln.bottom, first.bottom) - max(ln.top, first.top) >= 0.5 * first.height
+            and not _across_gutter(block, ln, page_columns)
         ]
         if len(mates) >= 2 or any(
             (m.bold >= FULL_BOLD) == (first.bold >= FULL_BOLD)

@@ -512,6 +512,61 @@ def test_code_chart_labels_and_broken_lines_are_not_headings(
     assert line.rstrip("-") in not_headings_md.replace("\\_", "_")  # kept as text
 
 
+COLUMN = [
+    "The excretion of the marker rose with the dose in",
+    "every animal, and the rise was steeper above the",
+    "middle dose than below it, as the figure shows for",
+    "each of the groups that were given the compound.",
+]
+
+
+def two_column_page(p: Page) -> None:
+    """A page set in two columns: in the left one a chart, between paragraphs of
+    text and its caption, whose tick values sit on the row of a bold side heading
+    at the body size in the right one."""
+    y = 80.0
+    for s in COLUMN * 2:
+        p.text(s, 50, y, "Times-Roman", 9)
+        y += 11
+    for k, tick in enumerate(("0", "10", "30", "100", "300")):
+        p.text(tick, 80 + 40 * k, 260, "Helvetica", 7)  # the chart's x axis
+    p.text("Fig. 1 Excretion of the marker in the urine after each", 50, 280, "Times-Roman", 8)
+    p.text("dose of the compound, as a share of the dose given.", 50, 290, "Times-Roman", 8)
+    y = 80.0
+    for s in COLUMN * 2 + COLUMN[:2]:
+        p.text(s, 320, y, "Times-Roman", 9)
+        y += 11
+    p.text("Discussion", 320, 260, "Times-Bold", 9)
+    y = 274.0
+    for s in COLUMN * 2:
+        p.text(s, 320, y, "Times-Roman", 9)
+        y += 11
+
+
+def header_row_page(p: Page) -> None:
+    """One column: running text, then a table whose header row is set in bold at the
+    body size, unruled, its cells side by side."""
+    y = p.paragraph(MANUAL, 80.0) + 14
+    for r, row in enumerate([["Dose", "Animals"], ["10 mg", "12"], ["30 mg", "11"]]):
+        for k, cell in enumerate(row):
+            p.text(cell, [72, 300][k], y, "Times-Bold" if r == 0 else "Times-Roman", 10)
+        y += 14
+    p.paragraph(MANUAL, y + 14)
+
+
+def test_a_side_heading_beside_another_columns_chart_is_a_heading(tmp_path: Path) -> None:
+    """A heading stands alone on its row of its column: what shares the row beyond the
+    gutter (the other column's tick values) does not make it a table's cell. In one
+    column, a bold header row of a table is still not a heading."""
+    path = make_pdf(tmp_path / "columns.pdf", two_column_page)
+    md = parse_offline(path, ParseSettings()).doc.export_to_markdown()
+    assert "Discussion" in _headings(md), md
+    path = make_pdf(tmp_path / "header_row.pdf", header_row_page)
+    md = parse_offline(path, ParseSettings()).doc.export_to_markdown()
+    assert not any(h.startswith(("Dose", "Animals")) for h in _headings(md)), md
+    assert "Dose" in md and "Animals" in md  # kept as text
+
+
 def test_korean_lines_join_with_a_space_chinese_without() -> None:
     ko = Block("paragraph", [Line(1, "보험금 지급", 0, 0, 100, 10), Line(1, "기준", 0, 12, 40, 22)])
     zh = Block("paragraph", [Line(1, "保险金支付", 0, 0, 100, 10), Line(1, "标准", 0, 12, 40, 22)])
