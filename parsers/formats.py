@@ -149,7 +149,10 @@ FORMATS: tuple[FormatSpec, ...] = (
         #    in a colon or a broken word, labels above tick values, and running heads
         #    that spell an outline title stay text (issue #32).
         # 5: a side heading in one text column is no table cell for what shares its
-        #    row in the next column (a chart's tick values) (issue #32).
+        #    row in the next column (a chart's tick values); a page docling's parser
+        #    reads as symbols, glyph names or next to nothing is read with pdfium when
+        #    pdfium finds twice the letters; ".notdef" glyph names read as spaces
+        #    (issue #32).
         version="5",
         binary=True,
     ),

@@ -11,12 +11,14 @@ outline's headings (``parsers.pdf.headings``).
 
 from __future__ import annotations
 
+import unicodedata
+from dataclasses import replace
 from pathlib import Path
 
 from common.settings import ParseSettings
 from parsers.errors import Category, ParseError
 from parsers.models import BackendResult, ParseWarning
-from parsers.pdf.primitives import page_sizes
+from parsers.pdf.primitives import Line, page_sizes
 from parsers.pdf.textlayer import TextLayer
 
 
@@ -48,6 +50,11 @@ def parse_offline(path: Path, settings: ParseSettings, headings: str = "rules") 
         content = TextLayer(found, found_sizes, [note], page_count=len(found_sizes))
     lines, sizes = content.lines, content.sizes
     warnings = list(content.warnings)
+    lines, better = _pdfium_where_better(path, lines, sizes, settings.ocr_min_chars_per_page)
+    warnings += [
+        ParseWarning("pdf", "text layer read with pdfium (docling's reading had fewer letters)", p)
+        for p in better
+    ]
     parser = "pdf-offline"
     failed = sorted(content.failed_pages)
     warnings += [ParseWarning("pdf", "text layer failed", p) for p in failed]
@@ -117,3 +124,56 @@ def parse_offline(path: Path, settings: ParseSettings, headings: str = "rules") 
         partial=content.partial,
         page_count=content.page_count,
     )
+
+
+def _letters(text: str) -> int:
+    return sum(1 for c in text if unicodedata.category(c).startswith("L"))
+
+
+def _pdfium_where_better(
+    path: Path, lines: list[Line], sizes: dict[int, tuple[float, float]], few: int
+) -> tuple[list[Line], list[int]]:
+    """``lines`` with the pages docling's parser read badly read by pdfium instead, and
+    those pages. A page is read badly when under half of what it read is letters (a font
+    whose glyphs it mapped to dingbats, GBK bytes read as Latin-1) or it read fewer than
+    ``few`` characters (what would send it to OCR as a scan). pdfium's reading (it maps a
+    font's glyph names and encodings as viewers do) replaces it when it holds twice the
+    letters, or, for a page read as symbols, when it is itself mostly letters and holds
+    at least half as many (a Chinese character read as two Latin-1 bytes). Glyph names
+    for missing glyphs (".notdef") are read as the spaces they stand for."""
+    per_page: dict[int, list[Line]] = {}
+    for line in lines:
+        if ".notdef" in line.text:
+            line = replace(line, text=" ".join(line.text.replace(".notdef", " ").split()))
+        per_page.setdefault(line.page_no, []).append(line)
+    garbled: set[int] = set()
+    suspect = []
+    for page_no in sizes:
+        text = "".join(ln.text for ln in per_page.get(page_no, []))
+        shown = len("".join(text.split()))
+        if shown and _letters(text) < shown / 2:
+            garbled.add(page_no)
+        if shown < few or page_no in garbled:
+            suspect.append(page_no)
+    better: list[int] = []
+    if suspect:
+        from parsers.pdf.primitives import pdfium_lines
+
+        try:
+            found, _ = pdfium_lines(path, suspect)
+        except Exception:  # pdfium could not read them either: docling's reading stands
+            found = []
+        by_page: dict[int, list[Line]] = {}
+        for line in found:
+            by_page.setdefault(line.page_no, []).append(line)
+        for page_no, theirs in by_page.items():
+            ours = _letters("".join(ln.text for ln in per_page.get(page_no, [])))
+            text = "".join(ln.text for ln in theirs)
+            letters, shown = _letters(text), len("".join(text.split()))
+            if letters >= max(2 * ours, 1) or (
+                page_no in garbled and letters >= shown / 2 and letters >= ours / 2
+            ):
+                per_page[page_no] = theirs
+                better.append(page_no)
+    out = [ln for page_no in sorted(per_page) for ln in per_page[page_no]]
+    return out, sorted(better)

@@ -321,29 +321,82 @@ def page_sizes(path: Path, page_nos: Sequence[int]) -> dict[int, tuple[float, fl
         return sizes
 
 
-def pdfium_lines(path: Path) -> tuple[list[Line], dict[int, tuple[float, float]]]:
-    """Every page's text as pdfium reads it, one ``Line`` per text rectangle (pdfium
-    groups a line's characters into one), in pdfium's order, top-left coordinates, no
-    typography; and the page sizes. For a PDF whose text layer docling cannot load."""
+def pdfium_lines(
+    path: Path, page_nos: Iterable[int] | None = None
+) -> tuple[list[Line], dict[int, tuple[float, float]]]:
+    """The text of the given pages (all by default) as pdfium reads it, one ``Line`` per
+    line pdfium breaks, in its order, top-left coordinates, no typography; and the page
+    sizes. For a PDF whose text layer
+    docling cannot load, or a page where docling's reading has no letters pdfium finds."""
     lines: list[Line] = []
     sizes: dict[int, tuple[float, float]] = {}
     with open_pdf(path) as pdf:
-        for page_no in range(1, len(pdf) + 1):
+        wanted = range(1, len(pdf) + 1) if page_nos is None else sorted(set(page_nos))
+        for page_no in wanted:
+            if not 1 <= page_no <= len(pdf):
+                continue
             with open_page(pdf, page_no) as page:
                 width, height = (float(v) for v in page.get_size())
                 sizes[page_no] = (width, height)
                 textpage = page.get_textpage()
                 try:
-                    for i in range(textpage.count_rects()):
-                        left, bottom, right, top = textpage.get_rect(i)
-                        text = textpage.get_text_bounded(left, bottom, right, top).strip()
-                        if text:
-                            lines.append(
-                                Line(page_no, text, left, height - top, right, height - bottom)
-                            )
+                    lines += _page_lines(textpage, page_no, height)
                 finally:
                     textpage.close()
     return lines, sizes
+
+
+_CJK_SPACED = re.compile(
+    r"(?<=[\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff01-\uff60]) "
+    r"(?=[\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff01-\uff60])"
+)
+
+
+def _page_lines(textpage: Any, page_no: int, height: float) -> list[Line]:
+    """The page's text in pdfium's reading order, cut where pdfium puts a line break,
+    each line boxed by its characters' boxes (top-left coordinates)."""
+    text = textpage.get_text_range()
+    out: list[Line] = []
+    chars: list[str] = []
+    boxes: list[tuple[float, float, float, float]] = []
+
+    def flush() -> None:
+        # Chinese and Japanese are written without spaces: a letter-spaced line's
+        # spaces between two such characters are layout, not word breaks.
+        line = _CJK_SPACED.sub("", " ".join("".join(chars).split()))
+        if line and boxes:
+            left = min(b[0] for b in boxes)
+            right = max(b[2] for b in boxes)
+            out.append(
+                Line(
+                    page_no,
+                    line,
+                    left,
+                    height - max(b[3] for b in boxes),
+                    right,
+                    height - min(b[1] for b in boxes),
+                )
+            )
+        chars.clear()
+        boxes.clear()
+
+    hyphen = False
+    for i, c in enumerate(text[: textpage.count_chars()]):
+        if c in "\r\n":
+            if not hyphen:  # a word hyphenated over the break goes on as one word
+                flush()
+            continue
+        hyphen = c == "\ufffe"
+        # U+FFFE marks a hyphen pdfium took out; control characters are a font's
+        # unmapped quotes.
+        if c < " " or c == "\ufffe":
+            continue
+        chars.append(c)
+        if not c.isspace():
+            left, bottom, right, top = textpage.get_charbox(i)
+            boxes.append((left, bottom, right, top))
+    flush()
+    return out
 
 
 def _transform(m: tuple[float, ...], x: float, y: float) -> tuple[float, float]:
