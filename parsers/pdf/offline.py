@@ -11,7 +11,7 @@ outline's headings (``parsers.pdf.headings``).
 
 from __future__ import annotations
 
-import unicodedata
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -50,9 +50,9 @@ def parse_offline(path: Path, settings: ParseSettings, headings: str = "rules") 
         content = TextLayer(found, found_sizes, [note], page_count=len(found_sizes))
     lines, sizes = content.lines, content.sizes
     warnings = list(content.warnings)
-    lines, better = _pdfium_where_better(path, lines, sizes, settings.ocr_min_chars_per_page)
+    lines, better = _pdfium_where_better(path, lines, sizes)
     warnings += [
-        ParseWarning("pdf", "text layer read with pdfium (docling's reading had fewer letters)", p)
+        ParseWarning("pdf", "text layer read with pdfium (docling's reading was symbols)", p)
         for p in better
     ]
     parser = "pdf-offline"
@@ -126,53 +126,61 @@ def parse_offline(path: Path, settings: ParseSettings, headings: str = "rules") 
     )
 
 
+_LETTER = re.compile(r"[^\W\d_]")
+# What a wrong glyph mapping reads: dingbats, geometric shapes and private-use glyphs,
+# the Latin-1 signs that GBK or Big5 bytes read as Latin-1 become, U+FFFD. Not math (an
+# equation's operators and brackets are its own symbols).
+_GARBAGE = re.compile(r"[\u00a1-\u00bf\u00d7\u00f7\u2580-\u25ff\u2700-\u27bf\ue000-\uf8ff\ufffd]")
+_NUMBERS = re.compile(r"(?<![^\W_])\d+")  # a digit run no letter or digit runs into
+
+
 def _letters(text: str) -> int:
-    return sum(1 for c in text if unicodedata.category(c).startswith("L"))
+    """Letters, and digits that are numbers: what a reading of words holds (not dingbats,
+    not the punctuation and fractions that bytes read in the wrong code page become, not
+    the digits of glyph names such as "a115")."""
+    numbers = sum(len(m) for m in _NUMBERS.findall(text))
+    return len(_LETTER.findall(text)) + numbers
 
 
 def _pdfium_where_better(
-    path: Path, lines: list[Line], sizes: dict[int, tuple[float, float]], few: int
+    path: Path, lines: list[Line], sizes: dict[int, tuple[float, float]]
 ) -> tuple[list[Line], list[int]]:
-    """``lines`` with the pages docling's parser read badly read by pdfium instead, and
-    those pages. A page is read badly when under half of what it read is letters (a font
-    whose glyphs it mapped to dingbats, GBK bytes read as Latin-1) or it read fewer than
-    ``few`` characters (what would send it to OCR as a scan). pdfium's reading (it maps a
-    font's glyph names and encodings as viewers do) replaces it when it holds twice the
-    letters, or, for a page read as symbols, when it is itself mostly letters and holds
-    at least half as many (a Chinese character read as two Latin-1 bytes). Glyph names
-    for missing glyphs (".notdef") are read as the spaces they stand for."""
+    """``lines`` with the pages docling's parser read as symbols read by pdfium instead,
+    and those pages. A page is read as symbols when under half of what it read is letters
+    or numbers and a third is the symbols a wrong glyph mapping gives (a font whose
+    glyphs it mapped to dingbats, GBK bytes read as Latin-1; not an equation);
+    pdfium's reading (it maps a font's glyph names and encodings as viewers do) replaces
+    it when it is itself mostly letters and holds at least half as many (a Chinese
+    character read as two Latin-1 bytes). A page read right but scantly is left to OCR:
+    pdfium's reading has no typography, and it reads text outside the page's crop box.
+    Glyph names for missing glyphs (".notdef") are read as the spaces they stand for."""
     per_page: dict[int, list[Line]] = {}
     for line in lines:
         if ".notdef" in line.text:
             line = replace(line, text=" ".join(line.text.replace(".notdef", " ").split()))
         per_page.setdefault(line.page_no, []).append(line)
-    garbled: set[int] = set()
-    suspect = []
+    garbled = []
     for page_no in sizes:
-        text = "".join(ln.text for ln in per_page.get(page_no, []))
+        text = " ".join(ln.text for ln in per_page.get(page_no, []))
         shown = len("".join(text.split()))
-        if shown and _letters(text) < shown / 2:
-            garbled.add(page_no)
-        if shown < few or page_no in garbled:
-            suspect.append(page_no)
+        if shown and _letters(text) < shown / 2 and len(_GARBAGE.findall(text)) >= 0.3 * shown:
+            garbled.append(page_no)
     better: list[int] = []
-    if suspect:
+    if garbled:
         from parsers.pdf.primitives import pdfium_lines
 
         try:
-            found, _ = pdfium_lines(path, suspect)
+            found, _ = pdfium_lines(path, garbled)
         except Exception:  # pdfium could not read them either: docling's reading stands
             found = []
         by_page: dict[int, list[Line]] = {}
         for line in found:
             by_page.setdefault(line.page_no, []).append(line)
         for page_no, theirs in by_page.items():
-            ours = _letters("".join(ln.text for ln in per_page.get(page_no, [])))
-            text = "".join(ln.text for ln in theirs)
+            ours = _letters(" ".join(ln.text for ln in per_page.get(page_no, [])))
+            text = " ".join(ln.text for ln in theirs)
             letters, shown = _letters(text), len("".join(text.split()))
-            if letters >= max(2 * ours, 1) or (
-                page_no in garbled and letters >= shown / 2 and letters >= ours / 2
-            ):
+            if letters >= shown / 2 and letters >= ours / 2:
                 per_page[page_no] = theirs
                 better.append(page_no)
     out = [ln for page_no in sorted(per_page) for ln in per_page[page_no]]
