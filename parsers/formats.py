@@ -150,9 +150,8 @@ FORMATS: tuple[FormatSpec, ...] = (
         #    that spell an outline title stay text (issue #32).
         # 5: a side heading in one text column is no table cell for what shares its
         #    row in the next column (a chart's tick values); a page docling's parser
-        #    reads as symbols, glyph names or next to nothing is read with pdfium when
-        #    pdfium finds twice the letters; ".notdef" glyph names read as spaces
-        #    (issue #32).
+        #    reads as the symbols of a wrong glyph mapping, and a file it cannot load,
+        #    are read with pdfium; ".notdef" glyph names read as spaces (issue #32).
         version="5",
         binary=True,
     ),

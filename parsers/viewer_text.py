@@ -686,8 +686,10 @@ def ole_package(native: bytes) -> tuple[str, bytes] | None:
         return None
     if len(data) != size or not data:
         return None
+    # One writer's code page, which the object does not record: guessed from all three.
+    encoding = guess_encoding([label, source, temp])
     names = [
-        raw.decode(guess_encoding([raw]), "replace").strip().replace("\\", "/").rsplit("/", 1)[-1]
+        raw.decode(encoding, "replace").strip().replace("\\", "/").rsplit("/", 1)[-1]
         for raw in (label, source, temp)
     ]
     # The label is what Office shows under the icon; a path's name has the extension

@@ -18,7 +18,7 @@ from pathlib import Path
 from common.settings import ParseSettings
 from parsers.errors import Category, ParseError
 from parsers.models import BackendResult, ParseWarning
-from parsers.pdf.primitives import Line, page_sizes
+from parsers.pdf.primitives import Line, page_sizes, pdfium_lines
 from parsers.pdf.textlayer import TextLayer
 
 
@@ -43,8 +43,6 @@ def parse_offline(path: Path, settings: ParseSettings, headings: str = "rules") 
         # text layer is read with pdfium, without typography (no headings by style).
         if exc.category != Category.CORRUPT or "could not load" not in str(exc):
             raise
-        from parsers.pdf.primitives import pdfium_lines
-
         found, found_sizes = pdfium_lines(path)
         note = ParseWarning("pdf", f"text layer read with pdfium: {str(exc)[:200]}")
         content = TextLayer(found, found_sizes, [note], page_count=len(found_sizes))
@@ -159,16 +157,14 @@ def _pdfium_where_better(
         if ".notdef" in line.text:
             line = replace(line, text=" ".join(line.text.replace(".notdef", " ").split()))
         per_page.setdefault(line.page_no, []).append(line)
-    garbled = []
+    garbled: dict[int, int] = {}  # page -> letters docling read on it
     for page_no in sizes:
         text = " ".join(ln.text for ln in per_page.get(page_no, []))
-        shown = len("".join(text.split()))
-        if shown and _letters(text) < shown / 2 and len(_GARBAGE.findall(text)) >= 0.3 * shown:
-            garbled.append(page_no)
+        shown, ours = len("".join(text.split())), _letters(text)
+        if shown and ours < shown / 2 and len(_GARBAGE.findall(text)) >= 0.3 * shown:
+            garbled[page_no] = ours
     better: list[int] = []
     if garbled:
-        from parsers.pdf.primitives import pdfium_lines
-
         try:
             found, _ = pdfium_lines(path, garbled)
         except Exception:  # pdfium could not read them either: docling's reading stands
@@ -177,10 +173,9 @@ def _pdfium_where_better(
         for line in found:
             by_page.setdefault(line.page_no, []).append(line)
         for page_no, theirs in by_page.items():
-            ours = _letters(" ".join(ln.text for ln in per_page.get(page_no, [])))
             text = " ".join(ln.text for ln in theirs)
             letters, shown = _letters(text), len("".join(text.split()))
-            if letters >= shown / 2 and letters >= ours / 2:
+            if letters >= shown / 2 and letters >= garbled[page_no] / 2:
                 per_page[page_no] = theirs
                 better.append(page_no)
     out = [ln for page_no in sorted(per_page) for ln in per_page[page_no]]

@@ -326,8 +326,8 @@ def pdfium_lines(
 ) -> tuple[list[Line], dict[int, tuple[float, float]]]:
     """The text of the given pages (all by default) as pdfium reads it, one ``Line`` per
     line pdfium breaks, in its order, top-left coordinates, no typography; and the page
-    sizes. For a PDF whose text layer
-    docling cannot load, or a page where docling's reading has no letters pdfium finds."""
+    sizes. For a PDF whose text layer docling cannot load, or a page docling read as
+    symbols (``parsers.pdf.offline``)."""
     lines: list[Line] = []
     sizes: dict[int, tuple[float, float]] = {}
     with open_pdf(path) as pdf:
