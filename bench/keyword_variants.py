@@ -9,7 +9,9 @@ bench/questions/multilingual.jsonl once per leg through the product's ``Searcher
 (dense and keyword, depth 50, as its hybrid mode does), then fuses the legs here with the
 product's own ``rrf`` (use-m3's defaults: rrf_k 5, dense x1.5) and scores like
 bench/multilingual_eval.py (H@1 / H@5 / MRR@10; English, non-English, cross-lingual; dev
-and heldout). The baseline row is checked against ``Searcher.search(mode="hybrid")``.
+and heldout). The baseline row is checked against ``Searcher.search(mode="hybrid")`` with
+the CJK bigram leg and the language weighting off (the fusion these variants start from);
+the last row is ``Searcher.search`` with the current defaults.
 
 Variants (nothing is re-embedded; the extra indexes are copies in DIR/../kwvar):
 
@@ -28,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -38,15 +39,6 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 DEPTH = 50
-
-_CJK_RUN = re.compile(
-    r"[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
-    r"\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0002fa1f]+"
-)
-
-
-def cjk_runs(text: str) -> str:
-    return " ".join(_CJK_RUN.findall(text))
 
 
 Leg = list[str]  # chunk ids, best first
@@ -64,7 +56,7 @@ def main() -> None:
     from lancedb.index import FTS
     from multilingual_eval import _groups
 
-    from chunking.language import has_cjk
+    from chunking.language import cjk_runs, has_cjk
     from common.settings import EmbedSettings, SearchSettings
     from corpusflow.api import Filters, Searcher, active_spec, rrf
     from corpusflow.evaluate import load_questions, rank_of, summarize
@@ -72,7 +64,7 @@ def main() -> None:
     from embedding.presets import fusion_defaults
     from embedding.query_encoder import load_query_embedder
     from storage import Store
-    from storage.maintenance import FTS_SETTINGS
+    from storage.maintenance import CJK_FTS_SETTINGS, FTS_SETTINGS
     from storage.tables import read_table
 
     configure_environment()
@@ -117,16 +109,6 @@ def main() -> None:
         t.create_index(column, config=FTS(**fts))
         return t
 
-    ngram = dict(
-        base_tokenizer="ngram",
-        ngram_min_length=2,
-        ngram_max_length=2,
-        stem=False,
-        remove_stop_words=False,
-        lower_case=True,
-        ascii_folding=False,
-        with_position=False,
-    )
     t_cjk = fresh(
         "cjk_bigrams",
         pa.table(
@@ -136,7 +118,7 @@ def main() -> None:
             }
         ),
         "cjk",
-        **ngram,
+        **CJK_FTS_SETTINGS,  # the product's CJK bigram index
     )
     t_par = fresh(
         "parents",
@@ -185,16 +167,23 @@ def main() -> None:
         ]
         for level in ("fold", "strip")
     }
-    # The product's own hybrid: with the fused order as it is (the baseline) and with its
-    # defaults (``search.distinct_parents`` on).
-    plain = Searcher(
-        store,
-        active.chunk_table,
-        active.parent_table,
-        embedder,
-        fusion=SearchSettings(distinct_parents=False),
-    )
-    product = [plain.search(q.question, 10, "hybrid", every) for q in questions]
+    # The product's own hybrid with the two legs these variants are built from (dense,
+    # ICU keyword; the CJK bigram leg and the language weighting of 8a78876 off): with the
+    # fused order as it is (the baseline) and one chunk per section (``distinct_parents``).
+    two_legs = {"cjk_bigram_weight": 0.0, "keyword_language_floor": 1.0}
+
+    def product_hybrid(**fusion: Any) -> list[list[dict[str, Any]]]:
+        s = Searcher(
+            store,
+            active.chunk_table,
+            active.parent_table,
+            embedder,
+            fusion=SearchSettings(**two_legs, **fusion),
+        )
+        return [s.search(q.question, 10, "hybrid", every) for q in questions]
+
+    product = product_hybrid(distinct_parents=False)
+    sectioned = product_hybrid()
     default = [searcher.search(q.question, 10, "hybrid", every) for q in questions]
 
     def fuse(lists: Sequence[tuple[Leg, float]]) -> Leg:
@@ -331,8 +320,8 @@ def main() -> None:
     check(base, product, "baseline vs Searcher.search(hybrid, distinct_parents=False)")
     check(
         variants["dedupe by parent (1 per parent)"],
-        default,
-        "dedupe by parent vs Searcher.search(hybrid) with its defaults",
+        sectioned,
+        "dedupe by parent vs Searcher.search(hybrid) with distinct_parents, two legs",
     )
     variants["product hybrid, this branch's defaults (Searcher.search)"] = lambda i, q: [
         h["chunk_id"] for h in default[i]
