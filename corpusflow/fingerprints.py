@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from chunking import chunker_fingerprint
 from common.settings import Settings
 from embedding import ModelSpec
-from parsers import ParserFingerprints, parser_fingerprints
+from parsers import ParserFingerprints, format_reads, parser_fingerprints
 from sources.archive import decoder as archive_decoder
 
 if TYPE_CHECKING:
@@ -85,7 +85,12 @@ def failure_judge(settings: Settings, parsers: ParserFingerprints, chunker: str)
         "archive_decoder": archive_decoder(),
     }
     blob = json.dumps(
-        {"parsers": sorted(parsers.by_format.items()), "chunker": chunker, "limits": limits},
+        {
+            "parsers": sorted(parsers.by_format.items()),
+            "reads": sorted(format_reads().items()),
+            "chunker": chunker,
+            "limits": limits,
+        },
         sort_keys=True,
     )
     return "fail:" + hashlib.sha256(blob.encode()).hexdigest()[:16]

@@ -7,7 +7,7 @@ rapidocr, pypdfium2) are imported only inside the functions that use them.
 """
 
 from parsers.errors import ParseError
-from parsers.fingerprint import parser_fingerprints
+from parsers.fingerprint import format_reads, parser_fingerprints
 from parsers.isolation import ParserPool
 from parsers.models import PARSER_VERSION, ParsedDocument, ParserFingerprints
 from parsers.registry import parse_file
@@ -18,6 +18,7 @@ __all__ = [
     "ParsedDocument",
     "ParserFingerprints",
     "ParserPool",
+    "format_reads",
     "parse_file",
     "parser_fingerprints",
 ]

@@ -65,6 +65,56 @@ def odf_list_headers_as_items(data: bytes) -> bytes:
     return out.getvalue()
 
 
+# The main part's content type of a macro-enabled file, a template or a slide show
+# (.docm, .dotx, .dotm, .pptm, .potx, .potm, .ppsx, .ppsm) and that of the plain
+# document whose parts it shares. python-docx and python-pptx, under docling's and
+# unstructured's Word and PowerPoint readers, refuse every main part but the plain
+# one's ("... is not a Word file, content type is ...macroEnabled.main+xml").
+_WML = "application/vnd.openxmlformats-officedocument.wordprocessingml"
+_PML = "application/vnd.openxmlformats-officedocument.presentationml"
+_PLAIN_MAIN = {
+    "application/vnd.ms-word.document.macroEnabled.main+xml": f"{_WML}.document.main+xml",
+    f"{_WML}.template.main+xml": f"{_WML}.document.main+xml",
+    "application/vnd.ms-word.template.macroEnabledTemplate.main+xml": f"{_WML}.document.main+xml",
+    "application/vnd.ms-powerpoint.template.macroEnabled.main+xml": (
+        f"{_PML}.presentation.main+xml"
+    ),
+    f"{_PML}.template.main+xml": f"{_PML}.presentation.main+xml",
+    f"{_PML}.slideshow.main+xml": f"{_PML}.presentation.main+xml",
+    "application/vnd.ms-powerpoint.slideshow.macroEnabled.main+xml": (
+        f"{_PML}.presentation.main+xml"
+    ),
+}
+_CONTENT_TYPE = re.compile(r'ContentType="([^"]+)"')
+
+
+def main_part_as_document(data: bytes) -> bytes:
+    """``data`` (a Word or PowerPoint package) with its main part typed as a plain
+    document's, so that a macro-enabled file, a template or a slide show is read as
+    the document it holds (macros are never run: they are parts nobody reads);
+    itself when it is a plain document already."""
+    with zipfile.ZipFile(io.BytesIO(data)) as zin:
+        try:
+            types = zin.read("[Content_Types].xml").decode("utf-8")
+        except (KeyError, UnicodeDecodeError):
+            return data
+        fixed = _CONTENT_TYPE.sub(
+            lambda m: f'ContentType="{_PLAIN_MAIN.get(m.group(1), m.group(1))}"', types
+        )
+        if fixed == types:
+            return data
+        out = io.BytesIO()
+        with zipfile.ZipFile(out, "w") as zout:
+            for info in zin.infolist():
+                body = (
+                    fixed.encode("utf-8")
+                    if info.filename == "[Content_Types].xml"
+                    else zin.read(info)
+                )
+                zout.writestr(info, body, info.compress_type)
+    return out.getvalue()
+
+
 # The package relationship to the main part of an ISO/IEC 29500 Strict document; a
 # Transitional one (what docling's readers, python-docx and openpyxl know) uses
 # http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument.
@@ -80,16 +130,28 @@ def is_strict_ooxml(data: bytes) -> bool:
         return False
 
 
-def strict_to_transitional(data: bytes, fmt: str, timeout_s: int = 120) -> bytes:
-    """A Strict OOXML file saved again as Transitional by LibreOffice (through
-    docling's hardened converter: throwaway profile, macros off, process-group kill)."""
+def is_binary_workbook(data: bytes) -> bool:
+    """Whether this Excel package is a binary workbook (.xlsb: ``xl/workbook.bin``, no
+    XML parts for openpyxl)."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            zf.getinfo("xl/workbook.bin")
+            return True
+    except (KeyError, zipfile.BadZipFile, OSError, RuntimeError, NotImplementedError):
+        return False
+
+
+def libreoffice_resave(data: bytes, source: str, target: str, timeout_s: int = 120) -> bytes:
+    """``data`` (a ``.source`` file) saved again as ``.target`` by LibreOffice, through
+    docling's hardened converter (throwaway profile, macros off, process-group kill):
+    Strict OOXML as Transitional, a binary workbook as XLSX."""
     import tempfile
     from pathlib import Path
 
     from docling.backend.docx.drawingml.utils import convert_to_modern_format
 
-    with tempfile.TemporaryDirectory(prefix="corpusflow-strict-") as tmp:
-        # The input lives apart from the converter's output folder: same name, same suffix.
-        source = Path(tmp) / f"strict.{fmt}"
-        source.write_bytes(data)
-        return convert_to_modern_format(source, fmt, fmt, timeout_s=timeout_s).getvalue()
+    with tempfile.TemporaryDirectory(prefix="corpusflow-resave-") as tmp:
+        # The input lives apart from the converter's output folder: same name, maybe the same suffix.
+        path = Path(tmp) / f"input.{source}"
+        path.write_bytes(data)
+        return convert_to_modern_format(path, source, target, timeout_s=timeout_s).getvalue()

@@ -140,22 +140,34 @@ class DoclingBackend(TableBackend):
 BACKEND = DoclingBackend()
 
 
-def strict_as_transitional(data: bytes, spec: FormatSpec) -> bytes:
-    """Strict OOXML saved as Transitional by LibreOffice; other files as they are."""
-    from parsers.containers import is_strict_ooxml, strict_to_transitional
+def plain_ooxml(data: bytes, spec: FormatSpec) -> bytes:
+    """An OOXML file as docling's readers take it: Strict OOXML saved as Transitional
+    and a binary workbook (.xlsb) as XLSX by LibreOffice; a macro-enabled file,
+    template or slide show typed as the document it holds
+    (``parsers.containers.main_part_as_document``)."""
+    from parsers.containers import is_binary_workbook, is_strict_ooxml, main_part_as_document
+
+    kind = spec.extensions[0].lstrip(".")
+    if is_strict_ooxml(data):
+        return _resaved(data, kind, kind, f"Strict OOXML {kind}")
+    if is_binary_workbook(data):
+        return _resaved(data, "xlsb", "xlsx", "binary Excel workbook (.xlsb)")
+    return main_part_as_document(data)
+
+
+def _resaved(data: bytes, source: str, target: str, what: str) -> bytes:
+    """``data`` saved as ``target`` by LibreOffice, with categorised errors."""
+    from parsers.containers import libreoffice_resave
     from parsers.formats import libreoffice_missing
 
-    if not is_strict_ooxml(data):
-        return data
-    kind = spec.extensions[0].lstrip(".")
     missing = libreoffice_missing()
     if missing:
-        raise ParseError(Category.UNSUPPORTED, f"Strict OOXML {kind} needs LibreOffice: {missing}")
+        raise ParseError(Category.UNSUPPORTED, f"{what} needs LibreOffice: {missing}")
     try:
-        return strict_to_transitional(data, kind)
+        return libreoffice_resave(data, source, target)
     except Exception as exc:  # subprocess errors, timeouts, no output
         raise ParseError(
-            Category.CORRUPT, f"Strict OOXML {kind}: LibreOffice could not convert it: {exc}"[:500]
+            Category.CORRUPT, f"{what}: LibreOffice could not convert it: {exc}"[:500]
         ) from exc
 
 

@@ -48,3 +48,9 @@ def parser_fingerprints(settings: ParseSettings) -> ParserFingerprints:
     # the table is read at each call (tests replace a row)
     rows = formats.FORMATS
     return ParserFingerprints({spec.fmt: format_fingerprint(spec, settings) for spec in rows})
+
+
+def format_reads() -> dict[str, str]:
+    """Each format's ``FormatSpec.reads``: what it reads that it failed before. Part of
+    the failure judge (a bump retries failed documents without re-parsing indexed ones)."""
+    return {spec.fmt: spec.reads for spec in formats.FORMATS}

@@ -63,6 +63,10 @@ class FormatSpec:
     # (also when one of its options changes): its documents, and only they, are
     # parsed again (parsers.fingerprint.parser_fingerprints).
     version: str = "1"
+    # Bump when a release reads files of this format that it failed before, while every
+    # file it read parses as before: the documents that failed (any format) are tried
+    # once more, and no indexed one is parsed again (corpusflow.fingerprints.failure_judge).
+    reads: str = "1"
     # Binary data: a file named as this format whose bytes are not is corrupt
     # (text formats, and MHTML, are taken at their name and decoded).
     binary: bool = False
@@ -134,7 +138,7 @@ _WORDS = "parsers.viewer_text:ViewerDocxBackend"
 # PowerPoint: charts read in full; layout/master text, SmartArt, speaker notes read.
 _CHARTS = "parsers.viewer_text:ViewerPptxBackend"
 _CELLS = "parsers.viewer_text:ViewerXlsxBackend"  # cells as formatted, comments, text boxes
-_STRICT = "parsers.docling_backend:strict_as_transitional"
+_STRICT = "parsers.docling_backend:plain_ooxml"
 _ODF = "parsers.formats:odfdo_missing"
 
 FORMATS: tuple[FormatSpec, ...] = (
@@ -168,6 +172,8 @@ FORMATS: tuple[FormatSpec, ...] = (
         # 5: OLE Packager objects (any file) and Acrobat-embedded PDFs read.
         # 6: text moved with tracked changes (w:moveTo) read at its new place.
         version="6",
+        # reads 2: macro-enabled files and templates (.docm, .dotx, .dotm).
+        reads="2",
         binary=True,
         container="zip",
         main_part="word/",
@@ -187,6 +193,8 @@ FORMATS: tuple[FormatSpec, ...] = (
         # 4: SmartArt on layouts and masters; OLE Packager objects and Acrobat PDFs read.
         # 5: a slide's footer placeholder text read once per deck.
         version="5",
+        # reads 2: templates and slide shows (.potx, .ppsx and their macro forms).
+        reads="2",
         binary=True,
         container="zip",
         main_part="ppt/",
@@ -196,13 +204,15 @@ FORMATS: tuple[FormatSpec, ...] = (
     ),
     FormatSpec(
         "xlsx",
-        (".xlsx", ".xlsm", ".xltx", ".xltm"),
+        (".xlsx", ".xlsm", ".xltx", ".xltm", ".xlsb"),
         DOCLING,
-        "Excel (Strict OOXML converted by LibreOffice first)",
+        "Excel (Strict OOXML and binary .xlsb workbooks converted by LibreOffice first)",
         fallback=UNSTRUCTURED,
         # 2: cells as formatted (3%, 6:15 AM, $1,599.99); 3: comments, text boxes, chart titles;
         # 4: the stored number after a shown text that hides it (3% (0.025))
         version="4",
+        # reads 2: binary workbooks (.xlsb), through LibreOffice.
+        reads="2",
         binary=True,
         container="zip",
         main_part="xl/",
@@ -216,10 +226,11 @@ FORMATS: tuple[FormatSpec, ...] = (
         "doc",
         (".doc", ".dot"),
         DOCLING,
-        "Word 97-2003",
+        "Word 97-2003, 6.0/95 and 2.0",
         "LibreOffice",
         _LO,
         version="6",  # as docx 6
+        reads="2",  # Word for Windows 2.0 files (not OLE2)
         binary=True,
         options=_options(docling="DOC", docling_backend=_WORDS),
     ),

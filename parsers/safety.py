@@ -283,6 +283,8 @@ def _is_biff(head: bytes) -> bool:
     return 4 <= size <= 16 and kind in (0x10, 0x20, 0x40, 0x100)
 
 
+# A Word for Windows 2.0 file's first bytes (its FIB's wIdent).
+_WORD2_MAGIC = b"\xdb\xa5"
 # Word/Excel 2003 XML ("WordprocessingML", "SpreadsheetML 2003") saved under .doc/.xls:
 # LibreOffice, which converts those formats, reads them too.
 _OFFICE_2003_XML = re.compile(rb'<\?mso-application\s+progid="(Word\.Document|Excel\.Sheet)"\s*\?>')
@@ -324,6 +326,8 @@ def sniff_format(path: Path, head: bytes) -> str:
         return _ole_format(path, named, ext)
     if _is_biff(head):
         return "xls"  # Excel 2-4: LibreOffice reads BIFF2-5
+    if named == "doc" and head[:2] == _WORD2_MAGIC:
+        return "doc"  # Word for Windows 2.0 (before OLE2): LibreOffice reads it
     if named in ("doc", "xls") and (office_xml := _office_2003_xml(head)) is not None:
         return office_xml
     if named in _BINARY_FORMATS:

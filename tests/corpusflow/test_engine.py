@@ -382,6 +382,17 @@ def test_a_terminal_failure_is_tried_again_once_when_its_judge_changes(
     assert (release.retried, release.failed, release.rechunked) == (1, 1, 1)
     assert RefreshEngine(str(corpus), raised).refresh(InProcessExecutor()).retried == 0
 
+    # A release that reads more files of a format (FormatSpec.reads) retries the
+    # failures once and parses no indexed document again.
+    reads_more = tuple(
+        dataclasses.replace(spec, reads=spec.reads + "-next") if spec.fmt == "docx" else spec
+        for spec in formats.FORMATS
+    )
+    monkeypatch.setattr(formats, "FORMATS", reads_more)
+    wider = RefreshEngine(str(corpus), raised).refresh(InProcessExecutor())
+    assert (wider.retried, wider.failed, wider.rechunked, wider.unchanged) == (1, 1, 0, 7)
+    assert RefreshEngine(str(corpus), raised).refresh(InProcessExecutor()).retried == 0
+
 
 def test_a_quarantined_document_waits_for_new_bytes_or_retry_failed(tmp_path: Path) -> None:
     """run.quarantine_after failures in a row quarantine a document: the nightly refresh

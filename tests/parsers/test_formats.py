@@ -428,6 +428,75 @@ def test_excel_4_worksheet_is_read_by_libreoffice() -> None:
     assert "Examination Coverage" in doc.markdown
 
 
+_POI = Path(__file__).parents[1] / "data" / "poi"
+
+
+@needs_soffice
+def test_binary_workbook_is_read_through_libreoffice() -> None:
+    """An .xlsb (a ZIP with ``xl/workbook.bin``, no XML for openpyxl) was `corrupt`."""
+    doc = parse_file(_POI / "51519.xlsb")
+    assert (doc.format, doc.parser) == ("xlsx", "docling")
+    assert "豊田車会社" in doc.markdown and "CompanyName" in doc.markdown
+
+
+@needs_soffice
+def test_word_2_file_is_read_through_libreoffice() -> None:
+    """A Word for Windows 2.0 file (no OLE2 container) was `corrupt`: "does not contain
+    DOC data"."""
+    doc = parse_file(_POI / "word2.doc")
+    assert doc.format == "doc"
+    assert "PARTICIPANTS LIST" in doc.markdown and "benni.alexander@nokia.com" in doc.markdown
+
+
+def _retyped(package: Path, out: Path, main_type: str) -> Path:
+    """``package`` with its main part's content type replaced by ``main_type``."""
+    import re
+
+    with zipfile.ZipFile(package) as zin, zipfile.ZipFile(out, "w") as zout:
+        for info in zin.infolist():
+            body = zin.read(info)
+            if info.filename == "[Content_Types].xml":
+                body = re.sub(
+                    rb'ContentType="[^"]+\.(?:document|presentation)\.main\+xml"',
+                    f'ContentType="{main_type}"'.encode(),
+                    body,
+                )
+                assert main_type.encode() in body
+            zout.writestr(info, body)
+    return out
+
+
+def test_macro_enabled_files_templates_and_slide_shows_are_read(tmp_path: Path) -> None:
+    """.docm, .dotx, .potx, .ppsx: python-docx and python-pptx refuse their main part's
+    content type under docling's and unstructured's readers; each failed `corrupt`."""
+    import docx
+    import pptx
+
+    word = docx.Document()
+    word.add_paragraph("Quarterly reconciliation macro notes")
+    word.save(tmp_path / "plain.docx")
+    deck = pptx.Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[1])
+    slide.shapes.title.text = "Regional rollout template"
+    deck.save(tmp_path / "plain.pptx")
+    wml = "application/vnd.openxmlformats-officedocument.wordprocessingml"
+    pml = "application/vnd.openxmlformats-officedocument.presentationml"
+    cases = [
+        ("plain.docx", "a.docm", "application/vnd.ms-word.document.macroEnabled.main+xml"),
+        ("plain.docx", "b.dotx", f"{wml}.template.main+xml"),
+        ("plain.docx", "c.dotm", "application/vnd.ms-word.template.macroEnabledTemplate.main+xml"),
+        ("plain.pptx", "d.potx", f"{pml}.template.main+xml"),
+        ("plain.pptx", "e.ppsx", f"{pml}.slideshow.main+xml"),
+    ]
+    for source, name, main_type in cases:
+        doc = parse_file(_retyped(tmp_path / source, tmp_path / name, main_type))
+        assert doc.parser == "docling", name
+        expected = (
+            "Quarterly reconciliation macro notes" if "docx" in source else "Regional rollout"
+        )
+        assert expected in doc.markdown, name
+
+
 @pytest.fixture(scope="module")
 def converted(tmp_path_factory: pytest.TempPathFactory, samples_dir: Path) -> Path:
     """The shipped samples saved by LibreOffice as 97-2003 and OpenDocument files."""
