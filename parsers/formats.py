@@ -38,6 +38,7 @@ UNSTRUCTURED = "parsers.unstructured_backend:BACKEND"
 TEXT = "parsers.text_backend:BACKEND"
 PDF = "parsers.pdf:PDF"
 IMAGE = "parsers.pdf:IMAGE"
+DRAWING = "parsers.drawing:DRAWING"
 
 LIBREOFFICE_HELP = (
     "install LibreOffice headless (Debian/Ubuntu: apt-get install -y --no-install-recommends "
@@ -255,6 +256,27 @@ FORMATS: tuple[FormatSpec, ...] = (
         version="4",  # as xlsx 4
         binary=True,
         options=_options(docling="XLS", docling_backend=_CELLS),
+    ),
+    # Visio: LibreOffice Draw (libvisio) exports the pages as PDF, read by the PDF path.
+    FormatSpec(
+        "vsdx",
+        (".vsdx", ".vsdm"),
+        DRAWING,
+        "Visio drawing (exported to PDF by LibreOffice, read as a PDF)",
+        "LibreOffice",
+        _LO,
+        binary=True,
+        container="zip",
+        main_part="visio/",
+    ),
+    FormatSpec(
+        "vsd",
+        (".vsd",),
+        DRAWING,
+        "Visio 2003-2010 drawing (exported to PDF by LibreOffice, read as a PDF)",
+        "LibreOffice",
+        _LO,
+        binary=True,
     ),
     FormatSpec(
         "odt",

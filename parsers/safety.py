@@ -53,7 +53,6 @@ _ZIP_MIMETYPES = {
 # "dir/" matches a folder, ".ext" a suffix, anything else a member's last path part.
 _IWORK = "Apple iWork file: not read; export it to PDF, DOCX, XLSX or PPTX to index it"
 _UNREAD_ZIPS = (
-    ("visio/", "Visio drawing: no Visio reader is installed; export it to PDF to index it"),
     (".fdseq", "XPS document: not read; print it to PDF to index it"),
     ("Index.zip", _IWORK),
     ("Document.iwa", _IWORK),
@@ -74,6 +73,7 @@ _OLE_STREAMS = (
     ("workbook", "xls"),
     ("book", "xls"),
     ("powerpoint document", "ppt"),
+    ("visiodocument", "vsd"),
 )
 _HEIC_BRANDS = (b"heic", b"heix", b"hevc", b"hevx", b"heim", b"heis", b"mif1", b"msf1")
 FORMATS_HELP = "run `corpusflow formats` for the list of supported kinds"

@@ -37,6 +37,8 @@ _SHIPPED = {
     "epub": SHARED / "epub" / "epub_purvis_poetry.epub",
     "image": SHARED / "webp" / "webp-test.webp",
     "msg": REPO / "tests" / "data" / "markitdown" / "test_outlook_msg.msg",
+    "vsdx": REPO / "tests" / "data" / "poi" / "test_text_extraction.vsdx",
+    "vsd": REPO / "tests" / "data" / "poi" / "Test_Visio-Some_Random_Text.vsd",
 }
 
 _WRITTEN = {

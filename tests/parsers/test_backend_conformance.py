@@ -39,6 +39,10 @@ class TestImageBackend(_Samples):
     backend_target = "parsers.pdf:IMAGE"
 
 
+class TestDrawingBackend(_Samples):
+    backend_target = "parsers.drawing:DRAWING"
+
+
 def test_every_backend_of_the_table_has_a_conformance_class() -> None:
     tested = {cls.backend_target for cls in _Samples.__subclasses__()}
     assert set(backends()) == tested
