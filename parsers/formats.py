@@ -172,7 +172,8 @@ FORMATS: tuple[FormatSpec, ...] = (
         # 4: RTF and nested-DOCX altChunk parts read too; embedded objects read.
         # 5: OLE Packager objects (any file) and Acrobat-embedded PDFs read.
         # 6: text moved with tracked changes (w:moveTo) read at its new place.
-        version="6",
+        # 7: table rows and cells inside content controls (repeating sections, drop-downs).
+        version="7",
         # reads 2: macro-enabled files and templates (.docm, .dotx, .dotm).
         reads="2",
         binary=True,
@@ -230,7 +231,7 @@ FORMATS: tuple[FormatSpec, ...] = (
         "Word 97-2003, 6.0/95 and 2.0",
         "LibreOffice",
         _LO,
-        version="6",  # as docx 6
+        version="7",  # as docx 7
         reads="2",  # Word for Windows 2.0 files (not OLE2)
         binary=True,
         options=_options(docling="DOC", docling_backend=_WORDS),
@@ -492,8 +493,8 @@ FORMATS: tuple[FormatSpec, ...] = (
         fallback=UNSTRUCTURED,
         # 2: LibreOffice -> DOCX -> docling instead of pandoc.
         # 3: as docx 3 (headers, footers, footnotes in the text). 4: as docx 4. 5: as docx 5.
-        # 6: as docx 6.
-        version="6",
+        # 6: as docx 6. 7: as docx 7.
+        version="7",
         binary=True,
         options=_options(docling="RTF", docling_backend=_WORDS, unstructured="rtf"),
     ),

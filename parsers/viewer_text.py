@@ -320,6 +320,32 @@ def _paragraph(text: str) -> Any:
     return p
 
 
+def unwrap_row_controls(body: Any) -> int:
+    """Take table rows and cells out of the content controls (``w:sdt``) that wrap them:
+    a repeating section's rows, a drop-down list in a cell. docling's Word reader walks
+    a table's ``w:tr`` children only, so a form's rows inside a control were dropped
+    with their text. Returns how many controls were unwrapped."""
+    sdt, content = f"{{{_W}}}sdt", f"{{{_W}}}sdtContent"
+    in_table = (f"{{{_W}}}tbl", f"{{{_W}}}tr")
+    unwrapped = 0
+    while True:
+        found = [
+            el
+            for el in body.iter(sdt)
+            if el.getparent() is not None and el.getparent().tag in in_table
+        ]
+        if not found:
+            return unwrapped
+        for control in found:  # nested controls surface in the next round
+            parent = control.getparent()
+            at = parent.index(control)
+            inner = control.find(content)
+            parent.remove(control)
+            for offset, child in enumerate(list(inner) if inner is not None else []):
+                parent.insert(at + offset, child)
+            unwrapped += 1
+
+
 def _mark_alt_chunks(document_part: Any) -> int:
     """Replace each ``w:altChunk`` of the body by a paragraph naming its relationship
     (``ViewerDocxBackend.convert`` puts the part's reading there). One inside a table
@@ -395,6 +421,10 @@ class ViewerDocxBackend(WordsDocxBackend):
     def load_msword_file(*args: Any, **kwargs: Any) -> Any:
         docx_obj = WordsDocxBackend.load_msword_file(*args, **kwargs)
         if docx_obj is not None:
+            try:
+                unwrap_row_controls(docx_obj.part.element)
+            except Exception as exc:  # the tables as docling reads them
+                _log.warning("content controls in tables: %s", exc)
             try:
                 _mark_alt_chunks(docx_obj.part)
             except Exception as exc:  # the body as docling reads it (convert warns)

@@ -693,3 +693,47 @@ def test_packaged_file_names_read_in_the_writers_code_page(tmp_path: Path) -> No
     md = parse_file(deck).markdown
     assert "(naïve.pdf):" in md, md
     assert "(季度财务报表.pdf):" in md, md
+
+
+def test_docx_table_rows_inside_content_controls_are_read(tmp_path: Path) -> None:
+    """A form's rows inside content controls (a repeating section: controls nested three
+    deep around each row, as Word writes them; a drop-down list around one cell) were
+    dropped: docling's reader walks a table's ``w:tr`` children only."""
+    import docx
+
+    document = docx.Document()
+    document.add_paragraph("Site inspection form")
+    table = document.add_table(rows=3, cols=2)
+    for r, (left, right) in enumerate(
+        [("Item", "Finding"), ("Fire exits", "Blocked by pallets"), ("Choose an item.", "Alarm")]
+    ):
+        table.cell(r, 0).text, table.cell(r, 1).text = left, right
+    document.save(tmp_path / "plain.docx")
+    with zipfile.ZipFile(tmp_path / "plain.docx") as zf:
+        body = zf.read("word/document.xml").decode()
+
+    def wrapped(xml: str, start: int, end: int, depth: int = 1) -> str:
+        control = '<w:sdt><w:sdtPr><w:id w:val="7"/></w:sdtPr><w:sdtContent>'
+        return (
+            xml[:start]
+            + control * depth
+            + xml[start:end]
+            + "</w:sdtContent></w:sdt>" * depth
+            + xml[end:]
+        )
+
+    at = body.index("Fire exits")
+    body = wrapped(body, body.rfind("<w:tr", 0, at), body.index("</w:tr>", at) + 7, depth=3)
+    at = body.index("Choose an item.")
+    body = wrapped(body, body.rfind("<w:tc>", 0, at), body.index("</w:tc>", at) + 7)
+    out = tmp_path / "form.docx"
+    with zipfile.ZipFile(tmp_path / "plain.docx") as zin, zipfile.ZipFile(out, "w") as zout:
+        for info in zin.infolist():
+            zout.writestr(
+                info, body.encode() if info.filename == "word/document.xml" else zin.read(info)
+            )
+    doc = parse_file(out)
+    rows = [ln for ln in doc.markdown.splitlines() if ln.startswith("|")]
+    assert any("Fire exits" in ln and "Blocked by pallets" in ln for ln in rows), doc.markdown
+    assert any("Choose an item." in ln and "Alarm" in ln for ln in rows)
+    assert doc.markdown.count("Fire exits") == 1
