@@ -321,18 +321,19 @@ def _paragraph(text: str) -> Any:
 
 
 def unwrap_row_controls(body: Any) -> int:
-    """Take table rows and cells out of the content controls (``w:sdt``) that wrap them:
-    a repeating section's rows, a drop-down list in a cell. docling's Word reader walks
-    a table's ``w:tr`` children only, so a form's rows inside a control were dropped
-    with their text. Returns how many controls were unwrapped."""
+    """Take table rows, cells and runs out of the content controls (``w:sdt``) that
+    wrap them: a repeating section's rows, a drop-down list in a cell, a text field in
+    a paragraph. docling's Word reader walks a table's ``w:tr`` children and a cell's
+    runs only, so a form's rows and fields inside a control were dropped with their
+    text. Returns how many controls were unwrapped."""
     sdt, content = f"{{{_W}}}sdt", f"{{{_W}}}sdtContent"
-    in_table = (f"{{{_W}}}tbl", f"{{{_W}}}tr")
+    parents = (f"{{{_W}}}tbl", f"{{{_W}}}tr", f"{{{_W}}}p")
     unwrapped = 0
     while True:
         found = [
             el
             for el in body.iter(sdt)
-            if el.getparent() is not None and el.getparent().tag in in_table
+            if el.getparent() is not None and el.getparent().tag in parents
         ]
         if not found:
             return unwrapped

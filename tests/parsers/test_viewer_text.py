@@ -697,8 +697,9 @@ def test_packaged_file_names_read_in_the_writers_code_page(tmp_path: Path) -> No
 
 def test_docx_table_rows_inside_content_controls_are_read(tmp_path: Path) -> None:
     """A form's rows inside content controls (a repeating section: controls nested three
-    deep around each row, as Word writes them; a drop-down list around one cell) were
-    dropped: docling's reader walks a table's ``w:tr`` children only."""
+    deep around each row, as Word writes them; a drop-down list around one cell; a text
+    field around a cell's run) were dropped: docling's reader walks a table's ``w:tr``
+    children and a cell's runs only."""
     import docx
 
     document = docx.Document()
@@ -726,6 +727,8 @@ def test_docx_table_rows_inside_content_controls_are_read(tmp_path: Path) -> Non
     body = wrapped(body, body.rfind("<w:tr", 0, at), body.index("</w:tr>", at) + 7, depth=3)
     at = body.index("Choose an item.")
     body = wrapped(body, body.rfind("<w:tc>", 0, at), body.index("</w:tc>", at) + 7)
+    at = body.index("Alarm")  # a text field: a control around the run, inside the cell
+    body = wrapped(body, body.rfind("<w:r>", 0, at), body.index("</w:r>", at) + 6)
     out = tmp_path / "form.docx"
     with zipfile.ZipFile(tmp_path / "plain.docx") as zin, zipfile.ZipFile(out, "w") as zout:
         for info in zin.infolist():
