@@ -212,7 +212,8 @@ FORMATS: tuple[FormatSpec, ...] = (
         fallback=UNSTRUCTURED,
         # 2: cells as formatted (3%, 6:15 AM, $1,599.99); 3: comments, text boxes, chart titles;
         # 4: the stored number after a shown text that hides it (3% (0.025))
-        version="4",
+        # 5: conditional number formats ([>999]#,"K"), scaling commas after decimals
+        version="5",
         # reads 2: binary workbooks (.xlsb), through LibreOffice.
         reads="2",
         binary=True,
@@ -254,7 +255,7 @@ FORMATS: tuple[FormatSpec, ...] = (
         "Excel 97-2003 and 2.x-4.x (BIFF)",
         "LibreOffice",
         _LO,
-        version="4",  # as xlsx 4
+        version="5",  # as xlsx 5
         binary=True,
         options=_options(docling="XLS", docling_backend=_CELLS),
     ),

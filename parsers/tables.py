@@ -9,6 +9,7 @@ the model-free PDF path and one found by unstructured read the same downstream.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from html.parser import HTMLParser
 from typing import TYPE_CHECKING, Any, Protocol
@@ -189,6 +190,32 @@ _MONTHS = [
     "December",
 ]
 _DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
+
+
+# A section's condition: "[>999]", "[<=-1.5]", "[=0]", maybe after a colour ("[Red][<0]").
+_CONDITION = re.compile(r"^\s*(?:\[[A-Za-z]+\d*\])*\[(<=|>=|<>|<|>|=)\s*(-?\d+(?:\.\d+)?)\]")
+_COMPARE = {
+    "<": float.__lt__,
+    ">": float.__gt__,
+    "=": float.__eq__,
+    "<=": float.__le__,
+    ">=": float.__ge__,
+    "<>": float.__ne__,
+}
+
+
+def _conditional_section(sections: list[str], number: float) -> str | None:
+    """The section a conditional format ("[>999999]#,,"M";[>999]#,"K";#") shows
+    ``number`` in, its condition taken off: the first whose condition holds, else the
+    first without a condition; None for a format without conditions."""
+    conditions = [_CONDITION.match(s) for s in sections]
+    if not any(conditions):
+        return None
+    for section, condition in zip(sections, conditions, strict=True):
+        if condition and _COMPARE[condition.group(1)](number, float(condition.group(2))):
+            return section[: condition.start(1) - 1] + section[condition.end() :]
+    rest = [s for s, c in zip(sections, conditions, strict=True) if c is None]
+    return rest[0] if rest else "General"
 
 
 def _sections(fmt: str) -> list[str]:
@@ -419,9 +446,13 @@ def _format_number(value: float, tokens: list[tuple[str, str]], signed: bool) ->
     frac_tokens = [] if dot is None else mantissa[dot + 1 :]
     int_places = [i for i, (k, t) in enumerate(int_tokens) if k == "code" and t in "0#?"]
     # Commas after the last integer placeholder scale by 1000; between placeholders, group.
+    # So do commas after the last decimal placeholder ("#.000,,"M"": millions).
     scale = 0
     if int_places:
         scale = sum(1 for k, t in int_tokens[int_places[-1] + 1 :] if (k, t) == ("code", ","))
+    frac_places = [i for i, (k, t) in enumerate(frac_tokens) if k == "code" and t in "0#?"]
+    if frac_places:
+        scale += sum(1 for k, t in frac_tokens[frac_places[-1] + 1 :] if (k, t) == ("code", ","))
     grouping = (
         any((k, t) == ("code", ",") for k, t in int_tokens[int_places[0] : int_places[-1]])
         if int_places
@@ -477,7 +508,10 @@ def excel_cell_text(value: object, number_format: str | None) -> str:
     section, signed = sections[0], True
     if is_number:
         number = float(value)  # type: ignore[arg-type]
-        if number < 0 and len(sections) >= 2:
+        conditional = _conditional_section(sections, number)
+        if conditional is not None:
+            section = conditional
+        elif number < 0 and len(sections) >= 2:
             section, signed = sections[1], False
         elif number == 0 and len(sections) >= 3:
             section = sections[2]

@@ -293,6 +293,15 @@ def test_xlsx_cells_read_as_formatted(tmp_path: Path) -> None:
         (42.0, "General", "42"),
         (1234567890123451, "General", "1234567890123451"),
         (2.5, "# ?/?", "2.5"),  # fractions: General, never an error
+        # Conditional sections (Apache POI's FormatKM.xls): the first whose condition
+        # holds, else the one without a condition.
+        (1021021.02, '[>999999]#,,"M";[>999]#,"K";#', "1M"),
+        (102102.102, '[>999999]#,,"M";[>999]#,"K";#', "102K"),
+        (102.102, '[>999999]#,,"M";[>999]#,"K";#', "102"),
+        (10210210.2, '[>999999]#.000,,"M";[>999]#.000,"K";#.000', "10.210M"),
+        (1021.02, '[>999999]#.000,,"M";[>999]#.000,"K";#.000', "1.021K"),
+        (2, '[=1]"one";[=2]"two";0', "two"),
+        (-5, "[Red][<0]0.0;0", "-5.0"),
         (True, "General", "TRUE"),
     ],
 )
