@@ -1,6 +1,7 @@
-"""Drawings no chosen library reads directly (Visio .vsd/.vsdx/.vsdm): LibreOffice Draw
-opens them (libvisio) and exports each page as a PDF page, which the PDF path then
-reads with its text layer, headings and tables (``parsers.pdf.PDF``).
+"""Drawings no chosen library reads directly (Visio .vsd/.vsdx/.vsdm, Windows metafiles
+.emf/.wmf): LibreOffice Draw opens them (libvisio, its metafile import) and exports each
+page as a PDF page, which the PDF path then reads with its text layer, headings and
+tables, or OCR where a page holds no text (``parsers.pdf.PDF``).
 
 The export runs through docling's hardened LibreOffice call (throwaway profile,
 macros off, process-group kill on timeout), as the legacy Office conversions do.

@@ -259,7 +259,8 @@ FORMATS: tuple[FormatSpec, ...] = (
         binary=True,
         options=_options(docling="XLS", docling_backend=_CELLS),
     ),
-    # Visio: LibreOffice Draw (libvisio) exports the pages as PDF, read by the PDF path.
+    # Visio drawings and Windows metafiles: LibreOffice Draw exports the pages as PDF, read
+    # by the PDF path (its text layer; OCR where a picture holds no text).
     FormatSpec(
         "vsdx",
         (".vsdx", ".vsdm"),
@@ -276,6 +277,15 @@ FORMATS: tuple[FormatSpec, ...] = (
         (".vsd",),
         DRAWING,
         "Visio 2003-2010 drawing (exported to PDF by LibreOffice, read as a PDF)",
+        "LibreOffice",
+        _LO,
+        binary=True,
+    ),
+    FormatSpec(
+        "metafile",
+        (".emf", ".wmf"),
+        DRAWING,
+        "Windows metafile picture (EMF/WMF, exported to PDF by LibreOffice, read as a PDF)",
         "LibreOffice",
         _LO,
         binary=True,

@@ -309,10 +309,26 @@ def _image_format(head: bytes) -> str | None:
     return None
 
 
+def _is_metafile(head: bytes, named: str | None) -> bool:
+    """A Windows metafile: EMF (an EMR_HEADER record with its " EMF" signature; Mac
+    writers embed a PDF in one, so this is asked before "%PDF-" is looked for), a
+    placeable WMF, or a plain WMF header in a file named as a metafile."""
+    if head[:4] == b"\x01\x00\x00\x00" and head[40:44] == b" EMF":
+        return True
+    if head[:4] == b"\xd7\xcd\xc6\x9a":
+        return True
+    return named == "metafile" and head[:6] in (
+        b"\x01\x00\x09\x00\x00\x03",
+        b"\x02\x00\x09\x00\x00\x03",
+    )
+
+
 def sniff_format(path: Path, head: bytes) -> str:
     """The format of a file from its bytes, using the extension to break ties."""
     ext = path.suffix.lower()
     named = EXTENSION_FORMATS.get(ext)
+    if _is_metafile(head, named):
+        return "metafile"
     if head.startswith(b"%PDF-") or b"%PDF-" in head[:1024]:
         return "pdf"
     if head.startswith(b"PK\x03\x04"):

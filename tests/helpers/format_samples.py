@@ -39,6 +39,7 @@ _SHIPPED = {
     "msg": REPO / "tests" / "data" / "markitdown" / "test_outlook_msg.msg",
     "vsdx": REPO / "tests" / "data" / "poi" / "test_text_extraction.vsdx",
     "vsd": REPO / "tests" / "data" / "poi" / "Test_Visio-Some_Random_Text.vsd",
+    "metafile": REPO / "tests" / "data" / "metafile_chart.emf",
 }
 
 _WRITTEN = {

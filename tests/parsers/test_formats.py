@@ -462,6 +462,33 @@ def test_visio_drawings_are_read_as_their_pages(
         assert text in doc.markdown
 
 
+@needs_soffice
+def test_windows_metafiles_are_read_as_drawings(tmp_path: Path) -> None:
+    """.emf and .wmf pictures were `unsupported`, and an EMF from a Mac (a PDF embedded in
+    its first records) was taken for a PDF and failed `corrupt`."""
+    svg = tmp_path / "chart.svg"
+    svg.write_text(
+        '<svg xmlns="http://www.w3.org/2000/svg" width="400" height="200">'
+        '<text x="40" y="100" font-size="24">Cooling loop pressure chart</text></svg>'
+    )
+    for kind in ("emf", "wmf"):
+        subprocess.run(
+            ["soffice", "--headless", "--convert-to", kind, "--outdir", str(tmp_path), str(svg)],
+            check=True,
+            capture_output=True,
+            timeout=180,
+        )
+        doc = parse_file(tmp_path / f"chart.{kind}")
+        assert doc.format == "metafile" and doc.parser.startswith("libreoffice+"), doc.parser
+        assert "Cooling loop pressure chart" in doc.markdown
+    emf = (tmp_path / "chart.emf").read_bytes()
+    mac = tmp_path / "mac.emf"
+    mac.write_bytes(emf[:100] + b"%PDF-1.3 embedded" + emf[100:])
+    from parsers.safety import sniff_format
+
+    assert sniff_format(mac, mac.read_bytes()[:8192]) == "metafile"
+
+
 def _retyped(package: Path, out: Path, main_type: str) -> Path:
     """``package`` with its main part's content type replaced by ``main_type``."""
     import re
