@@ -21,7 +21,7 @@ from pathlib import Path
 from common.encodings import OLE_MAGIC
 from common.errors import Category
 from parsers.errors import ParseError
-from parsers.safety import open_pdf
+from parsers.safety import is_pdf_head, open_pdf
 
 WRONG_PASSWORD = (
     "the password configured for this path (parse.passwords) does not open it: check "
@@ -34,7 +34,7 @@ def decrypted_copy(path: Path, password: str, folder: Path | None = None) -> Pat
     when the file is not encrypted (or not of a kind this opens)."""
     with path.open("rb") as f:
         head = f.read(1024)
-    if b"%PDF-" in head:
+    if is_pdf_head(head):
         return _pdf(path, password, folder)
     if head.startswith(OLE_MAGIC):
         return _office(path, password, folder)

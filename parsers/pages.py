@@ -40,6 +40,7 @@ from common.settings import ParseSettings
 from parsers.errors import Category, ParseError
 from parsers.models import ParsedDocument, ParseWarning
 from parsers.pdf.headings import RangeHeadings
+from parsers.safety import is_pdf_head
 
 # Categories that kill (or killed) the child: what page isolation answers.
 KILLED = frozenset({Category.CRASHED, Category.TIMEOUT, Category.OUT_OF_MEMORY})
@@ -59,7 +60,7 @@ def is_pdf(path: Path) -> bool:
         if not stat.S_ISREG(path.stat().st_mode):
             return False
         with path.open("rb") as fh:
-            return b"%PDF-" in fh.read(1024)
+            return is_pdf_head(fh.read(1024))
     except OSError:
         return False
 

@@ -323,13 +323,19 @@ def _is_metafile(head: bytes, named: str | None) -> bool:
     )
 
 
+def is_pdf_head(head: bytes) -> bool:
+    """Whether a file's first bytes say PDF: "%PDF-" within the first KiB (mail gateways
+    and some writers put bytes before it), unless a metafile carries an embedded PDF."""
+    return b"%PDF-" in head[:1024] and not _is_metafile(head, None)
+
+
 def sniff_format(path: Path, head: bytes) -> str:
     """The format of a file from its bytes, using the extension to break ties."""
     ext = path.suffix.lower()
     named = EXTENSION_FORMATS.get(ext)
     if _is_metafile(head, named):
         return "metafile"
-    if head.startswith(b"%PDF-") or b"%PDF-" in head[:1024]:
+    if is_pdf_head(head):
         return "pdf"
     if head.startswith(b"PK\x03\x04"):
         return _zip_format(path, named, ext)

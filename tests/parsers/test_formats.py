@@ -484,9 +484,11 @@ def test_windows_metafiles_are_read_as_drawings(tmp_path: Path) -> None:
     emf = (tmp_path / "chart.emf").read_bytes()
     mac = tmp_path / "mac.emf"
     mac.write_bytes(emf[:100] + b"%PDF-1.3 embedded" + emf[100:])
+    from parsers.pages import is_pdf
     from parsers.safety import sniff_format
 
     assert sniff_format(mac, mac.read_bytes()[:8192]) == "metafile"
+    assert not is_pdf(mac)  # the pool's page isolation asks the same question
 
 
 def _retyped(package: Path, out: Path, main_type: str) -> Path:
