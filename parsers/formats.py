@@ -172,7 +172,8 @@ FORMATS: tuple[FormatSpec, ...] = (
         # 4: RTF and nested-DOCX altChunk parts read too; embedded objects read.
         # 5: OLE Packager objects (any file) and Acrobat-embedded PDFs read.
         # 6: text moved with tracked changes (w:moveTo) read at its new place.
-        # 7: table rows and cells inside content controls (repeating sections, drop-downs).
+        # 7: table rows and cells inside content controls (repeating sections, drop-downs);
+        #    embedded macro-enabled packages (.docm, .pptm objects) read.
         version="7",
         # reads 2: macro-enabled files and templates (.docm, .dotx, .dotm).
         reads="2",

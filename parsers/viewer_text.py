@@ -775,6 +775,10 @@ def embedded_object(
         shown: str | None = packaged[0]
     elif kind is not None:
         name = _KIND_NAMES.get(kind[0]) or next(n for _s, f, _e, n in _OLE_STREAMS if f == kind[0])
+        if blob[:4] == b"PK\x03\x04":  # a macro-enabled package: typed as the document
+            from parsers.containers import main_part_as_document
+
+            blob = main_part_as_document(blob)
         read = convert_bytes(blob, "embedded", *kind).doc
         markdown = str(read.export_to_markdown(escape_underscores=False))
         shown = None

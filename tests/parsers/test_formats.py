@@ -538,6 +538,12 @@ def test_macro_enabled_files_templates_and_slide_shows_are_read(tmp_path: Path) 
             "Quarterly reconciliation macro notes" if "docx" in source else "Regional rollout"
         )
         assert expected in doc.markdown, name
+    # The same package embedded in another document (word/embeddings/*.docm).
+    from parsers.viewer_text import embedded_object
+
+    found = embedded_object("word/embeddings/notes.docm", (tmp_path / "a.docm").read_bytes(), [])
+    assert found is not None
+    assert "Quarterly reconciliation macro notes" in found[1].export_to_markdown()
 
 
 @pytest.fixture(scope="module")
