@@ -85,7 +85,8 @@ _PLAIN_MAIN = {
         f"{_PML}.presentation.main+xml"
     ),
 }
-_CONTENT_TYPE = re.compile(r'ContentType="([^"]+)"')
+_CONTENT_TYPE = re.compile(r"""ContentType\s*=\s*(["'])(.+?)\1""")
+_PLAIN_MAIN_LOWER = {k.lower(): v for k, v in _PLAIN_MAIN.items()}
 
 
 def main_part_as_document(data: bytes) -> bytes:
@@ -98,8 +99,14 @@ def main_part_as_document(data: bytes) -> bytes:
             types = zin.read("[Content_Types].xml").decode("utf-8")
         except (KeyError, UnicodeDecodeError):
             return data
+        # MIME types are case-insensitive; writers quote attributes either way.
         fixed = _CONTENT_TYPE.sub(
-            lambda m: f'ContentType="{_PLAIN_MAIN.get(m.group(1), m.group(1))}"', types
+            lambda m: (
+                f'ContentType="{_PLAIN_MAIN_LOWER.get(m.group(2).lower(), m.group(2))}"'
+                if m.group(2).lower() in _PLAIN_MAIN_LOWER
+                else m.group(0)
+            ),
+            types,
         )
         if fixed == types:
             return data

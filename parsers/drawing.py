@@ -11,6 +11,7 @@ drawing's own name and format.
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -49,7 +50,7 @@ class DrawingBackend(TableBackend):
         with tempfile.TemporaryDirectory(prefix="corpusflow-drawing-") as tmp:
             # A copy under a plain name: LibreOffice picks its import filter by the suffix.
             source = Path(tmp) / f"drawing{path.suffix.lower() or spec.extensions[0]}"
-            source.write_bytes(path.read_bytes())
+            shutil.copyfile(path, source)
             try:
                 pdf = convert_to_modern_format(source, "", "pdf", timeout_s=EXPORT_TIMEOUT_S)
             except Exception as exc:  # no output, a crash, a timeout

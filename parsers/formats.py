@@ -186,7 +186,7 @@ FORMATS: tuple[FormatSpec, ...] = (
     ),
     FormatSpec(
         "pptx",
-        (".pptx", ".pptm", ".ppsx", ".potx"),
+        (".pptx", ".pptm", ".ppsx", ".potx", ".ppsm", ".potm"),
         DOCLING,
         "PowerPoint (charts read as tables; layout/master text, SmartArt and speaker notes"
         " read; Strict OOXML converted by LibreOffice first)",

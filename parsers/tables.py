@@ -192,8 +192,11 @@ _MONTHS = [
 _DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 
 
-# A section's condition: "[>999]", "[<=-1.5]", "[=0]", maybe after a colour ("[Red][<0]").
-_CONDITION = re.compile(r"^\s*(?:\[[A-Za-z]+\d*\])*\[(<=|>=|<>|<|>|=)\s*(-?\d+(?:\.\d+)?)\]")
+# A section's condition: "[>999]", "[<=-1.5]", "[=0]", maybe after a colour or a
+# locale/currency tag ("[Red][<0]", "[$-409][>999]").
+_CONDITION = re.compile(
+    r"^\s*(?:\[[A-Za-z]+\d*\]|\[\$[^\]]*\])*\[(<=|>=|<>|<|>|=)\s*(-?\d+(?:\.\d+)?)\]"
+)
 _COMPARE = {
     "<": float.__lt__,
     ">": float.__gt__,
@@ -204,18 +207,30 @@ _COMPARE = {
 }
 
 
-def _conditional_section(sections: list[str], number: float) -> str | None:
+def _conditional_section(sections: list[str], number: float) -> tuple[str, bool] | None:
     """The section a conditional format ("[>999999]#,,"M";[>999]#,"K";#") shows
-    ``number`` in, its condition taken off: the first whose condition holds, else the
-    first without a condition; None for a format without conditions."""
+    ``number`` in, its condition taken off, and whether the number keeps its minus sign:
+    the first section whose condition holds, else the first without a condition (else
+    General). A section for negative numbers only ("[<0]", "[<=-25]") writes the number
+    without its sign, as Excel and LibreOffice do. None for a format without conditions."""
     conditions = [_CONDITION.match(s) for s in sections]
     if not any(conditions):
         return None
     for section, condition in zip(sections, conditions, strict=True):
         if condition and _COMPARE[condition.group(1)](number, float(condition.group(2))):
-            return section[: condition.start(1) - 1] + section[condition.end() :]
+            bound = float(condition.group(2))
+            negative_only = condition.group(1) in ("<", "<=") and bound <= 0
+            if condition.group(1) == "<=" and bound == 0:
+                negative_only = number < 0
+            body = section[: condition.start(1) - 1] + section[condition.end() :]
+            return body, not negative_only
     rest = [s for s, c in zip(sections, conditions, strict=True) if c is None]
-    return rest[0] if rest else "General"
+    return (rest[0] if rest else "General"), True
+
+
+def _is_general(section: str) -> bool:
+    """A section that says General, after its colour and other tags."""
+    return re.sub(r"\[[^\]]*\]", "", section).strip().lower() == "general"
 
 
 def _sections(fmt: str) -> list[str]:
@@ -350,6 +365,8 @@ def _format_date(value: object, tokens: list[tuple[str, str]]) -> str | None:
                 out.append(str(int(span.total_seconds())).zfill(len(unit)))
             elif unit.startswith("$"):
                 out.append(text[1:].split("-")[0])
+            if unit[:1] in ("h", "m", "s"):
+                last_code = unit[:1]  # "[h]:mm": the "mm" after elapsed hours is minutes
             continue
         elif text.startswith("y"):
             out.append(str(moment.year) if len(text) > 2 else f"{moment.year % 100:02d}")
@@ -510,7 +527,7 @@ def excel_cell_text(value: object, number_format: str | None) -> str:
         number = float(value)  # type: ignore[arg-type]
         conditional = _conditional_section(sections, number)
         if conditional is not None:
-            section = conditional
+            section, signed = conditional
         elif number < 0 and len(sections) >= 2:
             section, signed = sections[1], False
         elif number == 0 and len(sections) >= 3:
@@ -522,7 +539,7 @@ def excel_cell_text(value: object, number_format: str | None) -> str:
     try:
         if is_date:
             text = _format_date(value, tokens)
-        elif is_number and fmt.strip().lower() != "general":
+        elif is_number and not _is_general(section):
             text = _format_number(float(value), tokens, signed)  # type: ignore[arg-type]
         else:
             text = None
@@ -530,6 +547,8 @@ def excel_cell_text(value: object, number_format: str | None) -> str:
         text = None
     if text is not None:
         return text.strip()
+    if is_number and not signed:  # a negative section that says General: no minus sign
+        value = abs(value)  # type: ignore[arg-type]
     if isinstance(value, int):
         return str(value)
     if is_number:

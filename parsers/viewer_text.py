@@ -320,21 +320,61 @@ def _paragraph(text: str) -> Any:
     return p
 
 
+# What a content control may hand its parent when unwrapped: rows to a table, cells to a
+# row, runs (and what holds runs) to a paragraph. A control holding anything else (a
+# malformed file's paragraph inside a paragraph) is left as it is.
+_UNWRAP_INTO = {
+    "tbl": {"tr", "sdt", "bookmarkStart", "bookmarkEnd", "customXml", "proofErr"},
+    "tr": {"tc", "sdt", "bookmarkStart", "bookmarkEnd", "customXml", "proofErr"},
+    "p": {
+        "r",
+        "sdt",
+        "hyperlink",
+        "ins",
+        "del",
+        "moveTo",
+        "moveFrom",
+        "smartTag",
+        "fldSimple",
+        "bookmarkStart",
+        "bookmarkEnd",
+        "commentRangeStart",
+        "commentRangeEnd",
+        "proofErr",
+        "customXml",
+        "oMath",
+        "oMathPara",
+    },
+}
+
+
 def unwrap_row_controls(body: Any) -> int:
-    """Take table rows, cells and runs out of the content controls (``w:sdt``) that
-    wrap them: a repeating section's rows, a drop-down list in a cell, a text field in
-    a paragraph. docling's Word reader walks a table's ``w:tr`` children and a cell's
-    runs only, so a form's rows and fields inside a control were dropped with their
-    text. Returns how many controls were unwrapped."""
+    """Take table rows, cells and a cell's runs out of the content controls (``w:sdt``)
+    that wrap them: a repeating section's rows, a drop-down list in a cell, a text field
+    in a cell's paragraph. docling's Word reader walks a table's ``w:tr`` children and a
+    cell's runs only, so a form's rows and fields inside a control were dropped with
+    their text. Controls in paragraphs outside tables stay: docling reads them (and
+    tells a check box by its control's properties). Returns how many were unwrapped."""
     sdt, content = f"{{{_W}}}sdt", f"{{{_W}}}sdtContent"
-    parents = (f"{{{_W}}}tbl", f"{{{_W}}}tr", f"{{{_W}}}p")
+    cell = f"{{{_W}}}tc"
+
+    def eligible(control: Any) -> bool:
+        parent = control.getparent()
+        if parent is None or not parent.tag.startswith(f"{{{_W}}}"):
+            return False
+        allowed = _UNWRAP_INTO.get(parent.tag.split("}", 1)[1])
+        if allowed is None:
+            return False
+        if parent.tag == f"{{{_W}}}p" and not any(a.tag == cell for a in parent.iterancestors()):
+            return False
+        inner = control.find(content)
+        return inner is None or all(
+            isinstance(child.tag, str) and child.tag.split("}", 1)[-1] in allowed for child in inner
+        )
+
     unwrapped = 0
     while True:
-        found = [
-            el
-            for el in body.iter(sdt)
-            if el.getparent() is not None and el.getparent().tag in parents
-        ]
+        found = [el for el in body.iter(sdt) if eligible(el)]
         if not found:
             return unwrapped
         for control in found:  # nested controls surface in the next round

@@ -740,3 +740,32 @@ def test_docx_table_rows_inside_content_controls_are_read(tmp_path: Path) -> Non
     assert any("Fire exits" in ln and "Blocked by pallets" in ln for ln in rows), doc.markdown
     assert any("Choose an item." in ln and "Alarm" in ln for ln in rows)
     assert doc.markdown.count("Fire exits") == 1
+
+
+def test_docx_check_box_outside_a_table_keeps_its_state(tmp_path: Path) -> None:
+    """Content controls in paragraphs outside tables are left to docling, which tells a
+    check box by its control's properties (unwrapping it lost "- [x]")."""
+    import docx
+
+    document = docx.Document()
+    document.add_paragraph("I agree to the site rules")
+    document.save(tmp_path / "plain.docx")
+    with zipfile.ZipFile(tmp_path / "plain.docx") as zf:
+        body = zf.read("word/document.xml").decode()
+    at = body.rfind("<w:r>", 0, body.index("I agree"))
+    box = (
+        '<w:sdt><w:sdtPr><w:id w:val="4"/><w14:checkbox><w14:checked w14:val="1"/>'
+        "</w14:checkbox></w:sdtPr><w:sdtContent><w:r><w:t>\u2612</w:t></w:r></w:sdtContent>"
+        "</w:sdt>"
+    )
+    body = body[:at] + box + body[at:]
+    if "xmlns:w14=" not in body:
+        w14 = 'xmlns:w14="http://schemas.microsoft.com/office/word/2010/wordml" '
+        body = body.replace("<w:document ", "<w:document " + w14, 1)
+    out = tmp_path / "form.docx"
+    with zipfile.ZipFile(tmp_path / "plain.docx") as zin, zipfile.ZipFile(out, "w") as zout:
+        for info in zin.infolist():
+            zout.writestr(
+                info, body.encode() if info.filename == "word/document.xml" else zin.read(info)
+            )
+    assert "- [x] I agree to the site rules" in parse_file(out).markdown

@@ -301,7 +301,14 @@ def test_xlsx_cells_read_as_formatted(tmp_path: Path) -> None:
         (10210210.2, '[>999999]#.000,,"M";[>999]#.000,"K";#.000', "10.210M"),
         (1021.02, '[>999999]#.000,,"M";[>999]#.000,"K";#.000', "1.021K"),
         (2, '[=1]"one";[=2]"two";0', "two"),
-        (-5, "[Red][<0]0.0;0", "-5.0"),
+        # A section for negative numbers only writes the number without its sign.
+        (-5, "[Red][<0]0.0;0", "5.0"),
+        (-5, '[<0]"neg "0;0', "neg 5"),
+        (-5, "[>=-10]0;0", "-5"),
+        (-25, "[Red][<=-25]General;[Blue][>=25]General;General", "25"),
+        (5, "[>100]0;[<=-100]0", "5"),  # no condition holds, none without: General
+        (5, '[$-409][>999]#,"K";#', "5"),
+        (1.5, "[h]:mm", "36:00"),  # elapsed hours, then minutes (was "36:12": a month)
         (True, "General", "TRUE"),
     ],
 )
