@@ -32,6 +32,21 @@ def _settings(db: Path, **over: Any) -> Settings:
     return load_settings(None, base)
 
 
+def _bump(monkeypatch: pytest.MonkeyPatch, fmt: str, field: str) -> None:
+    """A release that moves one format's ``FormatSpec`` field (``version``, ``reads``)."""
+    import dataclasses
+
+    import parsers.formats as formats
+
+    bumped = tuple(
+        dataclasses.replace(spec, **{field: getattr(spec, field) + "-next"})
+        if spec.fmt == fmt
+        else spec
+        for spec in formats.FORMATS
+    )
+    monkeypatch.setattr(formats, "FORMATS", bumped)
+
+
 class CountingExecutor(InProcessExecutor):
     """The in-process executor, counting documents between submission and commit."""
 
@@ -286,18 +301,11 @@ def test_a_new_parser_version_of_one_format_reparses_only_that_format(
 ) -> None:
     """Parser fingerprints are per format: bumping the HTML backend's version parses the
     HTML page again and leaves the PDFs, the deck, the workbook and the rest alone."""
-    import dataclasses
-
-    import parsers.formats as formats
 
     settings = _settings(tmp_path / "db")
     first = RefreshEngine(str(corpus), settings).refresh(InProcessExecutor())
     assert (first.new, first.failed, first.parsed) == (7, 0, 7)
-    bumped = tuple(
-        dataclasses.replace(spec, version=spec.version + "-next") if spec.fmt == "html" else spec
-        for spec in formats.FORMATS
-    )
-    monkeypatch.setattr(formats, "FORMATS", bumped)
+    _bump(monkeypatch, "html", "version")
     again = RefreshEngine(str(corpus), settings).refresh(InProcessExecutor())
     assert (again.rechunked, again.unchanged, again.parsed, again.parse_cache_hits) == (1, 6, 1, 0)
     store = Store(str(tmp_path / "db"))
@@ -348,9 +356,6 @@ def test_a_terminal_failure_is_tried_again_once_when_its_judge_changes(
     """Refused files stay refused while nothing that refused them changed, and are tried
     once more when it does: a raised size limit indexes the file it refused; a release
     that changes a parser retries an unreadable file once, then leaves it alone again."""
-    import dataclasses
-
-    import parsers.formats as formats
 
     (corpus / "blob.bin").write_bytes(b"\x7fELF\x02\x01\x01" + bytes(range(256)) * 8)
     limit = 50_000 / 2**20  # the 73 kB scan is too large, every other sample is smaller
@@ -373,22 +378,14 @@ def test_a_terminal_failure_is_tried_again_once_when_its_judge_changes(
     assert status["blob.bin"] == "failed"
     assert RefreshEngine(str(corpus), raised).refresh(InProcessExecutor()).retried == 0
 
-    bumped = tuple(
-        dataclasses.replace(spec, version=spec.version + "-next") if spec.fmt == "md" else spec
-        for spec in formats.FORMATS
-    )
-    monkeypatch.setattr(formats, "FORMATS", bumped)
+    _bump(monkeypatch, "md", "version")
     release = RefreshEngine(str(corpus), raised).refresh(InProcessExecutor())
     assert (release.retried, release.failed, release.rechunked) == (1, 1, 1)
     assert RefreshEngine(str(corpus), raised).refresh(InProcessExecutor()).retried == 0
 
     # A release that reads more files of a format (FormatSpec.reads) retries the
     # failures once and parses no indexed document again.
-    reads_more = tuple(
-        dataclasses.replace(spec, reads=spec.reads + "-next") if spec.fmt == "docx" else spec
-        for spec in formats.FORMATS
-    )
-    monkeypatch.setattr(formats, "FORMATS", reads_more)
+    _bump(monkeypatch, "docx", "reads")
     wider = RefreshEngine(str(corpus), raised).refresh(InProcessExecutor())
     assert (wider.retried, wider.failed, wider.rechunked, wider.unchanged) == (1, 1, 0, 7)
     assert RefreshEngine(str(corpus), raised).refresh(InProcessExecutor()).retried == 0
