@@ -162,8 +162,14 @@ def test_fingerprint_follows_the_pdf_path_that_runs(
     monkeypatch.setattr(pdf_layout, "layout_models_available", lambda settings: True)
     with_models = parser_fingerprints(auto)
     assert with_models.of("pdf") != without.of("pdf")
-    # Only PDFs take that path: no other format is parsed again when models arrive.
-    others = set(without.by_format) - {"pdf"}
+    # Only PDFs take that path, and the drawings read as the PDF LibreOffice exports
+    # (Visio, metafiles): no other format is parsed again when models arrive.
+    from parsers.formats import DRAWING, FORMATS
+
+    through_pdf = {"pdf"} | {spec.fmt for spec in FORMATS if spec.backend == DRAWING}
+    assert through_pdf >= {"vsdx", "vsd", "metafile"}
+    assert all(with_models.of(f) != without.of(f) for f in through_pdf)
+    others = set(without.by_format) - through_pdf
     assert others and all(with_models.of(f) == without.of(f) for f in others)
     # 'offline' never depends on the models.
     offline = ParseSettings(pdf_pipeline="offline")
