@@ -55,13 +55,18 @@ def odf_list_headers_as_items(data: bytes) -> bytes:
         except KeyError:
             return data
         fixed = _ODF_LIST_HEADER.sub(rb"<\1\2:list-item", content)
-        if fixed == content:
-            return data
-        out = io.BytesIO()
-        with zipfile.ZipFile(out, "w") as zout:
-            for info in zin.infolist():
-                body = fixed if info.filename == "content.xml" else zin.read(info)
-                zout.writestr(info, body, info.compress_type)
+        return data if fixed == content else _with_member(zin, "content.xml", fixed)
+
+
+def _with_member(zin: zipfile.ZipFile, name: str, body: bytes) -> bytes:
+    """The container ``zin`` written again with member ``name`` holding ``body``, every
+    other member as it was (same order, names and compression)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as zout:
+        for info in zin.infolist():
+            zout.writestr(
+                info, body if info.filename == name else zin.read(info), info.compress_type
+            )
     return out.getvalue()
 
 
@@ -72,21 +77,30 @@ def odf_list_headers_as_items(data: bytes) -> bytes:
 # one's ("... is not a Word file, content type is ...macroEnabled.main+xml").
 _WML = "application/vnd.openxmlformats-officedocument.wordprocessingml"
 _PML = "application/vnd.openxmlformats-officedocument.presentationml"
-_PLAIN_MAIN = {
-    "application/vnd.ms-word.document.macroEnabled.main+xml": f"{_WML}.document.main+xml",
-    f"{_WML}.template.main+xml": f"{_WML}.document.main+xml",
-    "application/vnd.ms-word.template.macroEnabledTemplate.main+xml": f"{_WML}.document.main+xml",
-    "application/vnd.ms-powerpoint.template.macroEnabled.main+xml": (
-        f"{_PML}.presentation.main+xml"
-    ),
-    f"{_PML}.template.main+xml": f"{_PML}.presentation.main+xml",
-    f"{_PML}.slideshow.main+xml": f"{_PML}.presentation.main+xml",
-    "application/vnd.ms-powerpoint.slideshow.macroEnabled.main+xml": (
-        f"{_PML}.presentation.main+xml"
-    ),
+_PLAIN_MAIN = {  # lower case: MIME types are case-insensitive
+    kind.lower(): plain
+    for kind, plain in {
+        "application/vnd.ms-word.document.macroEnabled.main+xml": f"{_WML}.document.main+xml",
+        f"{_WML}.template.main+xml": f"{_WML}.document.main+xml",
+        "application/vnd.ms-word.template.macroEnabledTemplate.main+xml": (
+            f"{_WML}.document.main+xml"
+        ),
+        "application/vnd.ms-powerpoint.template.macroEnabled.main+xml": (
+            f"{_PML}.presentation.main+xml"
+        ),
+        f"{_PML}.template.main+xml": f"{_PML}.presentation.main+xml",
+        f"{_PML}.slideshow.main+xml": f"{_PML}.presentation.main+xml",
+        "application/vnd.ms-powerpoint.slideshow.macroEnabled.main+xml": (
+            f"{_PML}.presentation.main+xml"
+        ),
+    }.items()
 }
-_CONTENT_TYPE = re.compile(r"""ContentType\s*=\s*(["'])(.+?)\1""")
-_PLAIN_MAIN_LOWER = {k.lower(): v for k, v in _PLAIN_MAIN.items()}
+_CONTENT_TYPE = re.compile(r"""ContentType\s*=\s*(["'])(.+?)\1""")  # either quote
+
+
+def _plain_content_type(found: re.Match[str]) -> str:
+    plain = _PLAIN_MAIN.get(found.group(2).lower())
+    return f'ContentType="{plain}"' if plain else found.group(0)
 
 
 def main_part_as_document(data: bytes) -> bytes:
@@ -99,27 +113,10 @@ def main_part_as_document(data: bytes) -> bytes:
             types = zin.read("[Content_Types].xml").decode("utf-8")
         except (KeyError, UnicodeDecodeError):
             return data
-        # MIME types are case-insensitive; writers quote attributes either way.
-        fixed = _CONTENT_TYPE.sub(
-            lambda m: (
-                f'ContentType="{_PLAIN_MAIN_LOWER.get(m.group(2).lower(), m.group(2))}"'
-                if m.group(2).lower() in _PLAIN_MAIN_LOWER
-                else m.group(0)
-            ),
-            types,
-        )
+        fixed = _CONTENT_TYPE.sub(_plain_content_type, types)
         if fixed == types:
             return data
-        out = io.BytesIO()
-        with zipfile.ZipFile(out, "w") as zout:
-            for info in zin.infolist():
-                body = (
-                    fixed.encode("utf-8")
-                    if info.filename == "[Content_Types].xml"
-                    else zin.read(info)
-                )
-                zout.writestr(info, body, info.compress_type)
-    return out.getvalue()
+        return _with_member(zin, "[Content_Types].xml", fixed.encode("utf-8"))
 
 
 # The package relationship to the main part of an ISO/IEC 29500 Strict document; a

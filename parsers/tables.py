@@ -217,11 +217,11 @@ def _conditional_section(sections: list[str], number: float) -> tuple[str, bool]
     if not any(conditions):
         return None
     for section, condition in zip(sections, conditions, strict=True):
-        if condition and _COMPARE[condition.group(1)](number, float(condition.group(2))):
-            bound = float(condition.group(2))
-            negative_only = condition.group(1) in ("<", "<=") and bound <= 0
-            if condition.group(1) == "<=" and bound == 0:
-                negative_only = number < 0
+        if condition is None:
+            continue
+        op, bound = condition.group(1), float(condition.group(2))
+        if _COMPARE[op](number, bound):
+            negative_only = op in ("<", "<=") and bound <= 0 and number < 0
             body = section[: condition.start(1) - 1] + section[condition.end() :]
             return body, not negative_only
     rest = [s for s, c in zip(sections, conditions, strict=True) if c is None]
