@@ -11,6 +11,7 @@ Layout written (``ROOT`` is ``/tmp`` unless ``--root`` says otherwise)::
     set 2: ROOT/heldout2/NAME.pdf      ROOT/heldout2/groundtruth/NAME.md
     set 3: ROOT/heldout3/NAME.pdf      ROOT/heldout3/groundtruth/NAME.md
     set 4: ROOT/heldout4/NAME.pdf      ROOT/heldout4/groundtruth/NAME.md
+    set 5: ROOT/heldout5/NAME.pdf      ROOT/heldout5/groundtruth/NAME.md
 
 Every file is the blob ``COMMIT:PATH`` unchanged, except the three ``dleval_*``
 ground truths of set 3: those are
@@ -336,9 +337,146 @@ PAIRS: tuple[Pair, ...] = (
         "CUDA_overview/cuda_overview.pdf",
         "CUDA_overview/cuda_overview.markdown",
     ),
+    # set 5: source Markdown + the PDF built from it, committed side by side (new repositories)
+    Pair(
+        5,
+        "joss_binomial_cis",
+        "TRI-ML/binomial_cis",
+        "40698fd800c0da022379a64a9ed0a1bc5a1d582f",
+        "joss/paper.pdf",
+        "joss/paper.md",
+    ),
+    Pair(
+        5,
+        "joss_parquetdb",
+        "lllangWV/ParquetDB",
+        "4a38b8803044f0b205807a448eee1f68440c1e6c",
+        "joss/paper.pdf",
+        "joss/paper.md",
+    ),
+    Pair(
+        5,
+        "joss_phylo2vec",
+        "sbhattlab/phylo2vec",
+        "68edae6e5a8a32236f0baa08f7de675a9fc64f85",
+        "joss/paper.pdf",
+        "joss/paper.md",
+    ),
+    Pair(
+        5,
+        "joss_matrixbandwidth",
+        "Luis-Varona/MatrixBandwidth.jl",
+        "698aa147d643ed96ae3822b445754afe5d6ee121",  # the published JOSS PDF
+        "joss/10.21105.joss.09136.pdf",
+        "joss/paper.md",
+    ),
+    Pair(
+        5,
+        "joss_bactscout",
+        "ghruproject/bactscout",
+        "1435405863a5e6af6324b2579dcd9406d5820a98",
+        "joss/paper.pdf",
+        "joss/paper.md",
+    ),
+    Pair(
+        5,
+        "pandoc_reverse_sorting_readme",
+        "0Nom4D/ReverseSortingAlgorithm",
+        "d99e16b218e598929d9bed6485017dfdeb1fdd5d",
+        "README.pdf",
+        "README.md",
+    ),
+    Pair(
+        5,
+        "resume_pandoc_latex",
+        "0xameer/pandoc-lua-filters",
+        "ae60a407c5792f7b817d91d23428f4a715a9091d",
+        "output/resume.pdf",
+        "markdown/resume.md",
+    ),
+    Pair(
+        5,
+        "slides_beamer_state_machine",
+        "jhrcek/state-machine-testing-presentation",
+        "6c2bff9219e2fbd593f13c353936c6e08755bdb0",
+        "slides.pdf",
+        "slides.md",
+    ),
+    Pair(
+        5,
+        "slides_marp_cooperate",
+        "0xarthurxyz/cooperate-presentation",
+        "b8863c1657d67aabddf85f7ff686d339fe97933e",
+        "slides.pdf",
+        "slides.md",
+    ),
+    Pair(
+        5,
+        "chrome_understory_user_guide",
+        "Rotoslider/Understory-Forests",
+        "3407c9145efcaba338ae0cb1dd89c3b7dcffe6c1",
+        "USER_GUIDE.pdf",
+        "USER_GUIDE.md",
+    ),
+    Pair(
+        5,
+        "chrome_revit_solar_user_guide",
+        "KenLP/RevitSolarShading",
+        "d8b03fc0f4fa859da7422651129f252eb967f30d",
+        "USER_GUIDE.pdf",
+        "USER_GUIDE.md",
+    ),
+    Pair(
+        5,
+        "typora_gomoku_design",
+        "AnElegantHusky/GoMoKu",
+        "ad0677a8a2d40ae6eaf86bc88212cb721066609f",
+        "设计文档.pdf",
+        "设计文档.md",
+    ),
+    Pair(
+        5,
+        "zh_ticketbooking_report",
+        "CacaoGatto/UCAS_MPproject_TicketBooking",
+        "3ba9dcf5d7471ada1d4942f881aacd21a9061e76",
+        "实验报告.pdf",
+        "report_src/实验报告.md",
+    ),
+    Pair(
+        5,
+        "zh_amazon_rec_report",
+        "Linexox/amazon-rec",
+        "2d86a5e5e53a8258db9282ab4c9ddf695bce7bd5",
+        "报告.pdf",
+        "报告.md",
+    ),
+    Pair(
+        5,
+        "zh_campus_qa_report",
+        "Leonardooom/scnu-campus-qa-assistant",
+        "1e58eb249d6c1ea1e6b4cd09230f97fca5f37a75",
+        "报告.pdf",
+        "报告.md",
+    ),
+    Pair(
+        5,
+        "zh_fje_design",
+        "EricYza/fje_project",
+        "ad72c44dc93ec4f103d724ef41dd3f1fc438a122",
+        "设计文档.pdf",
+        "设计文档.md",
+    ),
+    Pair(
+        5,
+        "zh_hgserver_guide",
+        "1099255210/Hgserver-guide",
+        "0dfb2485be5e70e106489220d1d068ebe72c1916",
+        "README.pdf",
+        "README.md",
+    ),
 )
 
-SET_DIRS = {1: "heldout/pdf", 2: "heldout2", 3: "heldout3", 4: "heldout4"}
+SET_DIRS = {1: "heldout/pdf", 2: "heldout2", 3: "heldout3", 4: "heldout4", 5: "heldout5"}
 
 
 class FetchError(Exception):
