@@ -157,7 +157,12 @@ FORMATS: tuple[FormatSpec, ...] = (
         #    row in the next column (a chart's tick values); a page docling's parser
         #    reads as the symbols of a wrong glyph mapping, and a file it cannot load,
         #    are read with pdfium; ".notdef" glyph names read as spaces (issue #32).
-        version="5",
+        # 6: fewer false headings: text set aslant, one-letter labels, page numbers,
+        #    formulas in a math face, lines smaller than the body over nothing smaller,
+        #    bold lines of a paragraph, numbered list items, captions with their text,
+        #    datelines, bylines, display formulas, a heading repeating the one before;
+        #    body text opening with '#' is escaped in the Markdown (issue #32).
+        version="6",
         binary=True,
     ),
     FormatSpec(

@@ -12,6 +12,7 @@ fallback, then one
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import re
 import tempfile
@@ -48,12 +49,57 @@ def _title(doc: DoclingDocument, fallback: str) -> str:
     return fallback
 
 
+# A line Markdown reads as a heading: up to three spaces, one to six '#', then a blank.
+_ATX_START = re.compile(r"^( {0,3})(#{1,6})(?=[ \t]|$)", re.MULTILINE)
+
+
 def stored_markdown(doc: DoclingDocument) -> str:
-    """The Markdown of ``doc`` as the product stores and chunks it.
+    """The Markdown of ``doc`` as the product stores and chunks it: docling-core's
+    ``export_to_markdown`` with two differences.
 
     Underscores stay as written (SESSION_USER, snake_case keys): the Markdown is read by
-    people and search, not rendered, and an escaped one splits the word for both."""
-    return str(doc.export_to_markdown(escape_underscores=False))
+    people and search, not rendered, and an escaped one splits the word for both.
+    Body text that begins like a heading ("# load the seeds": a comment in a listing
+    read as text, a paragraph typed with a leading '#') has its '#' escaped, so neither a
+    reader of the Markdown nor the outline of its headings takes it for one."""
+    from docling_core.transforms.serializer.markdown import (
+        MarkdownDocSerializer,
+        MarkdownParams,
+    )
+
+    serializer = MarkdownDocSerializer(
+        doc=doc,
+        params=MarkdownParams(escape_underscores=False),
+        text_serializer=_body_text_serializer()(),
+    )
+    return str(serializer.serialize().text)
+
+
+@functools.cache
+def _body_text_serializer() -> type:
+    """docling-core's Markdown text serializer with body text's opening '#' escaped (built
+    on first use: docling-core is a heavy import)."""
+    from docling_core.transforms.serializer.base import SerializationResult
+    from docling_core.transforms.serializer.markdown import MarkdownTextSerializer
+    from docling_core.types.doc import DocItemLabel, ListItem, SectionHeaderItem, TitleItem
+
+    literal = (DocItemLabel.CODE, DocItemLabel.FORMULA)
+
+    class BodyText(MarkdownTextSerializer):
+        """docling-core's text serializer; a '#' opening a line of body text is escaped."""
+
+        def serialize(self, *, item, doc_serializer, doc, **kwargs):
+            res = super().serialize(item=item, doc_serializer=doc_serializer, doc=doc, **kwargs)
+            if (
+                isinstance(item, TitleItem | SectionHeaderItem | ListItem)
+                or item.label in literal
+                or kwargs.get("in_table_cell")  # a cell holds no heading: "# of users" stays
+            ):
+                return res
+            text = _ATX_START.sub(r"\1\\\2", res.text)
+            return res if text == res.text else SerializationResult(text=text, spans=res.spans)
+
+    return BodyText
 
 
 # The item lists of a DoclingDocument, serialised one item at a time by ``docling_json``.

@@ -16,16 +16,24 @@ document's (``mark_levels``).
 from __future__ import annotations
 
 import contextlib
+import itertools
 import re
 import statistics
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from parsers.pdf.blocks import FULL_BOLD, Block
-from parsers.pdf.primitives import BULLET_START, Line, is_mono_face, is_symbol_face, open_pdf
+from parsers.pdf.primitives import (
+    BULLET_START,
+    Line,
+    is_cjk,
+    is_mono_face,
+    is_symbol_face,
+    open_pdf,
+)
 from parsers.pdf.regions import Region
 
 # Section numbering at the start of a heading: "2", "2.3", "2.3.1.", "IV.", "B.",
@@ -47,6 +55,38 @@ _CAPTION_LABEL = re.compile(
 # Dot leaders ending in a page number.
 _TOC_ENTRY = re.compile(r"(?:\.\s?){4,}\s*[\dIVXLCivxlc]+\s*$")
 _SENTENCE_END = (".", ",", ";", "。", "，", "；", "、")
+# The end of a sentence or a clause a line may stop at; a line that stops
+# elsewhere goes on to the next.
+_CLAUSE_END = (*_SENTENCE_END, ":", "：", "!", "?", "！", "？", "…", ")", "）", "”", '"')
+# A caption with its text on the same line ("Figure 1: A cute duckling", "表 2：结果").
+_CAPTION_TEXT = re.compile(
+    r"^(?:table|tab\.|figure|fig\.|chart|exhibit|scheme|plate|listing|algorithm"
+    r"|表|图|圖)\s*[\dIVXivx]+(?:[.-]\d+)*\s*[.:：]\s*\S",
+    re.IGNORECASE,
+)
+_MONTH = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
+)
+# A line that is only a date: "21 January 2023", "March 3, 2021", "2023-01-21", "2023年1月".
+_DATE_LINE = re.compile(
+    rf"^(?:\d{{1,2}}\s+{_MONTH}\s+\d{{4}}|{_MONTH}\s+\d{{1,2}},?\s+\d{{4}}|\d{{4}}-\d{{2}}-\d{{2}}"
+    r"|\d{4}年\d{1,2}月(?:\d{1,2}日)?)$",
+    re.IGNORECASE,
+)
+# A relation sign between spaces: a display formula ("rid(t + 1) = min{...}").
+_RELATION = re.compile(r"\s[=≠≤≥≈]\s")
+_PERSON = re.compile(r"^(?:[A-Z][\w'’-]*\.?\s+){1,3}[A-Z][\w'’-]+$")
+_INITIAL = re.compile(r"(?:^|\s)[A-Z]\.(?:\s|-|$)")
+# A line that only numbers its page: "Page 3", "Page 1/5", "Seite 2 von 9", "第 3 页".
+_PAGE_NUMBER = re.compile(
+    r"^(?:(?:page|pg\.|p\.|seite|página|pagina|strona)\s*\d+(?:\s*(?:/|of|von|de|sur|di|z)\s*\d+)?"
+    r"|第\s*\d+\s*页(?:\s*[/,，]?\s*共\s*\d+\s*页)?)$",
+    re.IGNORECASE,
+)
+# Faces that set mathematics: MathJax, Cambria Math, STIX/XITS Math, TeX's math italic,
+# symbols and extension fonts (CMMI, CMSY, CMEX, AMS's MSAM/MSBM).
+_MATH_FACE = re.compile(r"math|^(?:cmmi|cmsy|cmex|msam|msbm|eufm|rsfs)\d", re.IGNORECASE)
 
 
 def _norm(text: str) -> str:
@@ -367,6 +407,7 @@ def classify_headings(
         if rules and _is_heading(block, text, body, furniture, by_page, blocks, position, columns):
             candidates.append(block)
 
+    candidates = _drop_repeats(blocks, candidates, style)
     level_of = heading_levels((style(b) for b in candidates), outline_style)
     for block in candidates:
         block.kind = "heading"
@@ -378,6 +419,47 @@ def classify_headings(
             for b in blocks
             if b.kind == "heading"
         ]
+
+
+def _drop_repeats(
+    blocks: Sequence[Block], candidates: list[Block], style: Callable[[Block], Style]
+) -> list[Block]:
+    """A heading that repeats the heading just before it, in the same style (a
+    slide's title on its continuation slide, a title repeated at the next page's
+    top), continues that section: it is not a new one."""
+    chosen = {id(b) for b in candidates}
+    keep: list[Block] = []
+    previous: tuple[str, Style] | None = None
+    for b in blocks:
+        if b.kind != "heading" and id(b) not in chosen:
+            continue
+        key = (_norm(b.text), style(b))
+        if id(b) in chosen and key != previous:
+            keep.append(b)
+        previous = key
+    return keep
+
+
+def _is_byline(text: str) -> bool:
+    """Names with initials, in a list: "H. Ashuri, A. Hassani", "M. Walley and I. Bjarnason *"."""
+    parts = [re.sub(r"[\s\d*⇑†‡§¶,]+$", "", p).strip() for p in re.split(r",|&|\band\b", text)]
+    parts = [p for p in parts if p]
+    return (
+        len(parts) >= 2
+        and all(_PERSON.match(p) for p in parts)
+        and any(_INITIAL.search(p) for p in parts)
+    )
+
+
+def _reads_as_text(text: str) -> bool:
+    """Lines that typography may set apart but that are not section titles."""
+    return (
+        bool(_CAPTION_TEXT.match(text))  # "Figure 1: A cute duckling": a caption
+        or bool(_RELATION.search(text))  # "rid(t + 1) = min{...}": a display formula
+        or bool(_DATE_LINE.match(text))  # "21 January 2023": a dateline
+        or _is_byline(text)  # "H. Ashuri, A. Hassani": the authors
+        or text.endswith(("…", "..."))  # "The risks can be even higher when…": a lead-in
+    )
 
 
 def _side_heading(
@@ -480,6 +562,113 @@ def _across_gutter(block: Block, mate: Line, columns: Sequence[Extent]) -> bool:
     return _runs_through(mine, first, columns) and _runs_through(theirs, mate, columns)
 
 
+def _not_horizontal(line: Line) -> bool:
+    """Text not set along the line: taller than twice its width (upright), or
+    narrower than its letters could be side by side (aslant: a diagram's label
+    along an arrow, whose word boxes are tall)."""
+    chars = sum(not c.isspace() for c in line.text)
+    if chars < 4:
+        return False
+    width = line.right - line.left
+    return line.bottom - line.top > 2 * width or width < 0.2 * line.fsize * chars
+
+
+def _small_heading(
+    block: Block, body: BodyStyle, blocks: Sequence[Block], position: dict[int, int]
+) -> bool:
+    """A line smaller than the body text is a heading only as one of these: numbered
+    (a deep section, "2.3 Builder": HTML sets h5 and h6 below the body size); above
+    running text at the body size that starts where it starts; or above a paragraph
+    set no larger than itself (a flyer's or a sidebar's smaller print). A figure's
+    labels, and a sidebar's label above a list, are none of these."""
+    if _SECTION_NUMBER.match(block.text):
+        return True
+    i = position[id(block)] + 1
+    if i >= len(blocks):
+        return False
+    nxt = blocks[i]
+    first = nxt.lines[0]
+    if nxt.kind != "paragraph" or first.page_no != block.lines[-1].page_no:
+        return False
+    if abs(nxt.height - body.size) <= 0.1 * body.size:
+        return abs(first.left - block.lines[0].left) <= 0.5 * body.size
+    return len(nxt.lines) >= 2 and nxt.height <= 1.1 * block.height
+
+
+def _wraps_with_text(block: Block, blocks: Sequence[Block], position: dict[int, int]) -> bool:
+    """A line set bold in a paragraph is split from it into a block of its own.
+    It is running text when it goes on from the line right above it (at the
+    paragraph's leading, which ends no sentence), or when it fills the width of
+    the line right below it, which goes on from it."""
+    i = position[id(block)]
+    first, last = block.lines[0], block.lines[-1]
+
+    def close(upper: Line, lower: Line, paragraph: Block) -> bool:
+        """``lower`` follows ``upper`` at the leading of ``paragraph``'s lines (or,
+        where it has one line, closer than 0.6 of a line's height)."""
+        lines = paragraph.lines
+        height = min(upper.height, lower.height)
+        gaps = [b.top - a.bottom for a, b in itertools.pairwise(lines) if a.page_no == b.page_no]
+        leading = statistics.median(gaps) if gaps else 0.6 * height
+        return (
+            upper.page_no == lower.page_no
+            and 0 <= lower.top - upper.bottom <= max(leading, 0.0) + 0.15 * height
+            and min(upper.right, lower.right) > max(upper.left, lower.left)
+        )
+
+    if i > 0:
+        above = blocks[i - 1].lines[-1]
+        if (
+            blocks[i - 1].kind == "paragraph"
+            and close(above, first, blocks[i - 1])
+            and not above.text.rstrip().endswith(_CLAUSE_END)
+        ):
+            return True
+    if i + 1 < len(blocks):
+        below = blocks[i + 1].lines[0]
+        if (
+            blocks[i + 1].kind == "paragraph"
+            and close(last, below, blocks[i + 1])
+            and not last.text.rstrip().endswith(_CLAUSE_END)
+            and last.right >= below.right - 0.02 * (below.right - below.left)
+            and abs(last.left - below.left) <= 0.5 * last.height
+        ):
+            return True
+    return False
+
+
+_ITEM_NUMBER = re.compile(r"^(\d{1,3})([.):]?)\s")
+
+
+def _in_numbered_run(block: Block, blocks: Sequence[Block], position: dict[int, int]) -> bool:
+    """The block is numbered, and the line right above or below it carries the number
+    before or after its own, numbered alike: items of a numbered list (a heading has
+    its section's text between it and the next one)."""
+    mine = _ITEM_NUMBER.match(block.text)
+    if mine is None:
+        return False
+    i = position[id(block)]
+    for j, step in ((i - 1, -1), (i + 1, 1)):
+        if not 0 <= j < len(blocks) or not blocks[j].lines:
+            continue
+        other = _ITEM_NUMBER.match(blocks[j].text)
+        if other is None or other.group(2) != mine.group(2):
+            continue
+        if int(other.group(1)) != int(mine.group(1)) + step:
+            continue
+        upper, lower = (
+            (blocks[j].lines[-1], block.lines[0])
+            if step < 0
+            else (
+                block.lines[-1],
+                blocks[j].lines[0],
+            )
+        )
+        if upper.page_no == lower.page_no and 0 <= lower.top - upper.bottom < 1.5 * lower.height:
+            return True
+    return False
+
+
 def _is_heading(
     block: Block,
     text: str,
@@ -496,21 +685,26 @@ def _is_heading(
         return False  # "• Tensile strength": a list item, however it is set
     if text.rstrip().endswith((":", "\uff1a")):
         return False  # "Consider including:", "Input:": a lead-in to what follows
-    if _CAPTION_LABEL.match(text.strip()):
+    if _CAPTION_LABEL.match(text.strip()) or _reads_as_text(text.strip()):
         return False
     if _TOC_ENTRY.search(text):
         return False  # "2.1 Scope . . . . 7": a table-of-contents entry
     if all(id(ln) in furniture for ln in block.lines):
         return False  # a running head or foot, repeated on every page
-    if any(
-        len(ln.text.strip()) >= 4 and ln.bottom - ln.top > 2 * (ln.right - ln.left)
-        for ln in block.lines
-    ):
-        return False  # set upright: a chart's axis title, a stamp in the margin
+    if any(_not_horizontal(ln) for ln in block.lines):
+        return False  # set upright or aslant: a chart's axis title, a diagram's label
+    if _PAGE_NUMBER.match(text.strip()):
+        return False  # "Page 1/5": a page's number, however it is set
+    if all(_MATH_FACE.search(ln.font) for ln in block.lines):
+        return False  # set in a math face: a formula
+    if sum(c.isalpha() for c in text) < 2 and not any(is_cjk(c) for c in text):
+        return False  # "a", "b": a diagram's node or a list's letter, not a title
     if re.search(r"[^\W\d_]-$", text.rstrip()):
         return False  # "... num et fer-": a word broken at the line end, running text
     ratio = block.height / max(body.size, 0.1)
     larger = block.height >= body.size * 1.15 + 0.5
+    if ratio < 0.9 and not _small_heading(block, body, blocks, position):
+        return False  # smaller than the text: a label in a figure or a sidebar
     if not larger and all(is_mono_face(ln.font) for ln in block.lines):
         return False  # "public:", "else" set bold in a listing: code, not a heading
     # Strong cues set a heading apart from the running text on their own: a
@@ -572,6 +766,10 @@ def _is_heading(
             and nl.text.strip()[:1].islower()
         ):
             return False
+    if not larger and _wraps_with_text(block, blocks, position):
+        return False
+    if not larger and _in_numbered_run(block, blocks, position):
+        return False  # "1. Numbered list 1" above "2. ...": a list, or a contents page
     if not larger:
         # Cells of a table row: several short pieces side by side, or a
         # same-styled neighbour on the row (a header row). A heading stands

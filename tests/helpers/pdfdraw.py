@@ -26,7 +26,10 @@ class Page:
         size: float = 10,
         stroked: bool = False,
         upward: bool = False,
+        angle: float = 0.0,
     ) -> None:
+        import math
+
         import pypdfium2.raw as c
 
         obj = c.FPDFPageObj_NewTextObj(self.pdf.raw, font.encode(), ctypes.c_float(size))
@@ -36,6 +39,9 @@ class Page:
             c.FPDFTextObj_SetTextRenderMode(obj, c.FPDF_TEXTRENDERMODE_FILL_STROKE)
         if upward:  # turned a quarter left, read bottom to top (a chart's y-axis title)
             c.FPDFPageObj_Transform(obj, 0, 1, -1, 0, x, PAGE_H - y)
+        elif angle:  # turned ``angle`` degrees left: a label along a diagram's arrow
+            cos, sin = math.cos(math.radians(angle)), math.sin(math.radians(angle))
+            c.FPDFPageObj_Transform(obj, cos, sin, -sin, cos, x, PAGE_H - y)
         else:
             c.FPDFPageObj_Transform(obj, 1, 0, 0, 1, x, PAGE_H - y)
         c.FPDFPage_InsertObject(self.page.raw, obj)

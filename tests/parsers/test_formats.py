@@ -5,6 +5,7 @@ backend contract for every row, and a hung converter (LibreOffice) killed in tim
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import time
@@ -781,3 +782,26 @@ def test_word_2003_xml_saved_as_doc_is_read_by_libreoffice(tmp_path: Path) -> No
     doc = parse_file(_write(tmp_path / "manual.doc", _WORDML))
     assert doc.format == "doc"
     assert "cooling pump runs at 40 bar" in doc.markdown
+
+
+def test_body_text_that_opens_with_a_hash_is_not_a_heading(tmp_path: Path) -> None:
+    """A paragraph that opens with '#' (a comment of a listing pasted as text) is stored
+    with the '#' escaped: a reader of the Markdown, and the outline of headings built
+    from it, do not take it for a heading. Headings, code and table cells are as before."""
+    import docx
+
+    d = docx.Document()
+    d.add_heading("Loading the seeds", level=1)
+    d.add_paragraph("# load the saved seeds and return them")
+    d.add_paragraph("The loader reads every seed once.")
+    table = d.add_table(rows=2, cols=2)
+    for r, row in enumerate([["# of seeds", "Source"], ["12", "disk"]]):
+        for c, value in enumerate(row):
+            table.cell(r, c).text = value
+    path = tmp_path / "seeds.docx"
+    d.save(str(path))
+    md = parse_file(path).markdown
+    heads = [ln for ln in md.splitlines() if re.match(r"^ {0,3}#{1,6}(\s|$)", ln)]
+    assert heads == ["## Loading the seeds"], md
+    assert "\\# load the saved seeds and return them" in md
+    assert "# of seeds |" in md and "\\# of" not in md  # a cell holds no heading: as written

@@ -851,3 +851,160 @@ def test_shared_ruled_table_keeps_spans(corpus_results: dict[str, tuple[Any, str
     assert grid[0][3:6] == ["TEDs", "TEDs", "TEDs"]  # one header cell over three columns
     assert grid[1][3:6] == ["simple", "complex", "all"]
     assert grid[2][2] == "OTSL HTML"  # two text lines in one cell
+
+
+def labels_page(p: Page) -> None:
+    """Lines set apart like headings that are not, with two real headings: a diagram's
+    labels set aslant along its arrows and its one-letter nodes, both larger than the
+    body; small bold labels in a figure; a page number set large; a line of a
+    paragraph set bold, which goes on from the line above; items of a numbered list
+    in another face. A small bold heading over smaller print of two lines stays one,
+    and so does a numbered heading set below the body size."""
+    p.text("Overview", 72, 70, "Helvetica-Bold", 14)
+    y = p.paragraph(MANUAL, 90.0) + 30
+    p.text("constraint relaxation", 120, y + 60, "Times-Roman", 14, angle=35)
+    p.text("globalization mechanism", 300, y + 60, "Times-Roman", 14, angle=-30)
+    for k, node in enumerate(("a", "b", "c")):
+        p.text(node, 150 + 120 * k, y + 90, "Helvetica", 16)
+    p.text("User with", 200, y + 110, "Helvetica-Bold", 6)
+    p.text("all-object access", 200, y + 118, "Helvetica-Bold", 6)
+    y = p.paragraph(MANUAL, y + 150) + 14
+    p.text(
+        "The collar is made of nylon or fibre, and the threads of the bolt", 72, y, "Times-Roman"
+    )
+    p.text(
+        "cut into it as the nut is turned down so that it holds the bolt", 72, y + 12, "Times-Bold"
+    )
+    p.text("30 per cent more firmly than a plain nut, under every load.", 72, y + 24, "Times-Roman")
+    y += 50
+    p.text("1. Fit the washer over the bolt", 90, y, "Helvetica")
+    p.text("2. Turn the nut down by hand", 90, y + 12, "Helvetica")
+    y = p.paragraph(MANUAL, y + 40) + 20
+    p.text("Servicing", 72, y, "Helvetica-Bold", 8)
+    p.text(
+        "Nuts are replaced at each overhaul, and whenever one turns", 72, y + 12, "Times-Roman", 7
+    )
+    p.text(
+        "down by hand past the collar; the old nut is never used again.",
+        72,
+        y + 21,
+        "Times-Roman",
+        7,
+    )
+    y += 40
+    p.text("2.3 Locking", 72, y, "Helvetica-Bold", 8)  # HTML's h5 and h6: below the body size
+    y = p.paragraph(MANUAL, y + 14) + 20
+    for line in (
+        "Figure 2: The stop nut, cut away",
+        "21 January 2023",
+        "H. Ashuri, A. Hassani and M. Walley",
+        "F = k * x + c",
+    ):
+        p.text(line, 72, y, "Helvetica-Bold", 12)
+        y = p.paragraph(MANUAL[:2], y + 16) + 16
+    p.text("Page 1/2", 280, 40, "Helvetica", 12)  # at the head of the page
+
+
+@pytest.fixture(scope="module")
+def labels_md(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = make_pdf(tmp_path_factory.mktemp("pdf") / "labels.pdf", labels_page)
+    return str(parse_offline(path, ParseSettings()).doc.export_to_markdown())
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "constraint relaxation",  # aslant: a label along an arrow
+        "globalization mechanism",
+        "a",  # one letter: a diagram's node
+        "User with",  # smaller than the body, over nothing smaller: a figure's label
+        "cut into it as the nut",  # a bold line of a paragraph: it goes on from above
+        "1. Fit the washer",  # numbered like the line below it: a list
+        "2. Turn the nut",
+        "Page 1/2",  # a page's number, however large
+        "Figure 2: The stop nut",  # a caption with its text
+        "21 January 2023",  # a dateline
+        "H. Ashuri, A. Hassani",  # the authors
+        "F = k * x + c",  # a relation between spaces: a formula
+    ],
+)
+def test_labels_numbers_and_bold_lines_are_not_headings(labels_md: str, line: str) -> None:
+    heads = _headings(labels_md)
+    assert {"Overview", "Servicing", "2.3 Locking"} <= set(heads), labels_md
+    assert not any(h == line or h.startswith(line) for h in heads), heads
+
+
+def test_a_formula_set_in_a_math_face_is_not_a_heading() -> None:
+    """A display formula set larger than the body in a math face (MathJax, TeX's math
+    italic) is not a heading; a line of the same size in a text face is."""
+    from docling_core.types.doc import SectionHeaderItem
+
+    body = [
+        Line(
+            1,
+            f"line {k} of the running text of this page, set at ten points",
+            72,
+            y,
+            480,
+            y + 10,
+            10.0,
+            0.0,
+            "Times-Roman",
+        )
+        for k, y in enumerate(range(100, 300, 12))
+    ]
+    formula = Line(1, "n = k + ik", 72, 320, 160, 336, 16.0, 0.0, "MathJax_Math-Italic")
+    heading = Line(1, "Results", 72, 360, 160, 376, 16.0, 0.0, "Times-Roman")
+    more = [
+        Line(
+            1,
+            f"line {k} of the text after it, set at ten points as well",
+            72,
+            y,
+            480,
+            y + 10,
+            10.0,
+            0.0,
+            "Times-Roman",
+        )
+        for k, y in enumerate(range(390, 450, 12))
+    ]
+    lines = [*body, formula, *more[:2], heading, *more]
+    doc = lines_to_document(lines, {1: (612.0, 792.0)}, "f", [])
+    heads = [t.text for t in doc.texts if isinstance(t, SectionHeaderItem)]
+    assert heads == ["Results"], heads
+
+
+def test_a_heading_repeated_on_the_next_page_is_one_heading(tmp_path: Path) -> None:
+    """A slide's or a page's title repeated above its continuation, with nothing titled
+    between, continues the section: one heading."""
+
+    def page(p: Page) -> None:
+        p.text("Fitting the nut", 72, 70, "Helvetica-Bold", 14)
+        p.paragraph(MANUAL * 3, 90.0)
+
+    def last(p: Page) -> None:
+        p.text("Fitting the nut", 72, 120, "Helvetica-Bold", 14)  # lower: no running head
+        p.paragraph(MANUAL, 140.0)
+        p.text("Removing the nut", 72, 220, "Helvetica-Bold", 14)
+        p.paragraph(MANUAL, 240.0)
+
+    md = parse_offline(make_pdf(tmp_path / "repeat.pdf", page, last), ParseSettings())
+    heads = _headings(md.doc.export_to_markdown())
+    assert heads == ["Fitting the nut", "Removing the nut"], heads
+
+
+def test_lines_that_read_as_text() -> None:
+    """The text-only tests behind the rules above, and lines they leave to typography."""
+    from parsers.pdf.headings import _reads_as_text
+
+    for line in (
+        "The risks can be even higher when\u2026",  # a lead-in cut by an ellipsis
+        "表 2：测试结果",  # a caption with its text
+        "March 3, 2021",
+        "M. Walley and I. Bjarnason *",
+        "rid(t + 1) = min{rid(t), n}",
+    ):
+        assert _reads_as_text(line), line
+    for line in ("Table 2", "Results in 2021", "Walley and Bjarnason", "E=mc2 in practice"):
+        assert not _reads_as_text(line), line
