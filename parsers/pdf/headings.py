@@ -598,8 +598,8 @@ def _small_heading(
 def _wraps_with_text(block: Block, blocks: Sequence[Block], position: dict[int, int]) -> bool:
     """A line set bold in a paragraph is split from it into a block of its own.
     It is running text when it goes on from the line right above it (at the
-    paragraph's leading, which ends no sentence), or when it fills the width of
-    the line right below it, which goes on from it."""
+    paragraph's leading, which ends no sentence), or when it runs as far right as
+    the paragraph right below it, which goes on from it."""
     i = position[id(block)]
     first, last = block.lines[0], block.lines[-1]
 
@@ -625,12 +625,15 @@ def _wraps_with_text(block: Block, blocks: Sequence[Block], position: dict[int, 
         ):
             return True
     if i + 1 < len(blocks):
-        below = blocks[i + 1].lines[0]
+        nxt = blocks[i + 1]
+        below = nxt.lines[0]
+        measure = max(ln.right for ln in nxt.lines)  # the right edge its lines run to
         if (
-            blocks[i + 1].kind == "paragraph"
-            and close(last, below, blocks[i + 1])
+            nxt.kind == "paragraph"
+            and len(nxt.lines) >= 2
+            and close(last, below, nxt)
             and not last.text.rstrip().endswith(_CLAUSE_END)
-            and last.right >= below.right - 0.02 * (below.right - below.left)
+            and last.right >= measure - 0.02 * (measure - below.left)
             and abs(last.left - below.left) <= 0.5 * last.height
         ):
             return True
