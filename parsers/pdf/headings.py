@@ -78,6 +78,12 @@ _DATE_LINE = re.compile(
 _RELATION = re.compile(r"\s[=≠≤≥≈]\s")
 _PERSON = re.compile(r"^(?:[A-Z][\w'’-]*\.?\s+){1,3}[A-Z][\w'’-]+$")
 _INITIAL = re.compile(r"(?:^|\s)[A-Z]\.(?:\s|-|$)")
+# A line that is one address: "github.com/owner/project", "https://...", "name@host.org".
+_ADDRESS = re.compile(
+    r"^(?:[a-z][a-z0-9+.-]*://\S+|www\.\S+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
+    r"|[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}/\S*)$",
+    re.IGNORECASE,
+)
 # A line that only numbers its page: "Page 3", "Page 1/5", "Seite 2 von 9", "第 3 页".
 _PAGE_NUMBER = re.compile(
     r"^(?:(?:page|pg\.|p\.|seite|página|pagina|strona)\s*\d+(?:\s*(?:/|of|von|de|sur|di|z)\s*\d+)?"
@@ -698,6 +704,8 @@ def _is_heading(
         return False  # set upright or aslant: a chart's axis title, a diagram's label
     if _PAGE_NUMBER.match(text.strip()):
         return False  # "Page 1/5": a page's number, however it is set
+    if _ADDRESS.match(text.strip()):
+        return False  # "github.com/owner/project": a link to follow, not a title
     if all(_MATH_FACE.search(ln.font) for ln in block.lines):
         return False  # set in a math face: a formula
     if sum(c.isalpha() for c in text) < 2 and not any(is_cjk(c) for c in text):

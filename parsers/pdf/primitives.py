@@ -166,7 +166,9 @@ def join_pieces(pieces: Iterable[str]) -> str:
 # --------------------------------------------------------------------------- #
 
 # A list marker: a bullet glyph, or numbering "1.", "(a)", "iv)".
-_BULLETS = r"[•●▪◦‣∙·\-–*]"
+# Bullets, dashes, and the squares, diamonds, arrows and check marks slides and
+# task lists use.
+_BULLETS = r"[•●▪◦‣∙·\-–*■□◆◇○►▸▶➢➤✓✔✗✘☐☑☒❖⁃]"
 _NUMBERING = r"\(?(?:\d{1,3}|[a-zA-Z]|[ivxlc]{1,5})[.)]"
 # The marker standing alone (a hanging marker, a table cell).
 MARKER = re.compile(rf"^(?:{_BULLETS}|{_NUMBERING})$")

@@ -899,6 +899,7 @@ def labels_page(p: Page) -> None:
         "21 January 2023",
         "H. Ashuri, A. Hassani and M. Walley",
         "F = k * x + c",
+        "github.com/corpusflow/corpusflow",
     ):
         p.text(line, 72, y, "Helvetica-Bold", 12)
         y = p.paragraph(MANUAL[:2], y + 16) + 16
@@ -926,6 +927,7 @@ def labels_md(tmp_path_factory: pytest.TempPathFactory) -> str:
         "21 January 2023",  # a dateline
         "H. Ashuri, A. Hassani",  # the authors
         "F = k * x + c",  # a relation between spaces: a formula
+        "github.com/corpusflow",  # an address to follow
     ],
 )
 def test_labels_numbers_and_bold_lines_are_not_headings(labels_md: str, line: str) -> None:
@@ -1008,3 +1010,12 @@ def test_lines_that_read_as_text() -> None:
         assert _reads_as_text(line), line
     for line in ("Table 2", "Results in 2021", "Walley and Bjarnason", "E=mc2 in practice"):
         assert not _reads_as_text(line), line
+
+
+def test_check_marks_and_squares_start_list_items() -> None:
+    """Slides and task lists bullet their items with check marks, squares and arrows."""
+    from parsers.pdf.primitives import LIST_START
+
+    for item in ("✓ Slower CI/CD pipelines", "■ 数据清洗", "➢ Next steps", "☐ Sign the form"):
+        assert LIST_START.match(item), item
+    assert not LIST_START.match("✓")  # a mark alone is no item
