@@ -893,7 +893,14 @@ def labels_page(p: Page) -> None:
     )
     y += 40
     p.text("2.3 Locking", 72, y, "Helvetica-Bold", 8)  # HTML's h5 and h6: below the body size
-    y = p.paragraph(MANUAL, y + 14) + 20
+    p.paragraph(MANUAL, y + 14)
+    p.text("Page 1/2", 280, 40, "Helvetica", 12)  # at the head of the page
+
+
+def text_rules_page(p: Page) -> None:
+    """Lines set bold and larger above running text that read as text: a caption with
+    its text, a dateline, a byline, a formula, an address."""
+    y = 70.0
     for line in (
         "Figure 2: The stop nut, cut away",
         "21 January 2023",
@@ -903,12 +910,11 @@ def labels_page(p: Page) -> None:
     ):
         p.text(line, 72, y, "Helvetica-Bold", 12)
         y = p.paragraph(MANUAL[:2], y + 16) + 16
-    p.text("Page 1/2", 280, 40, "Helvetica", 12)  # at the head of the page
 
 
 @pytest.fixture(scope="module")
 def labels_md(tmp_path_factory: pytest.TempPathFactory) -> str:
-    path = make_pdf(tmp_path_factory.mktemp("pdf") / "labels.pdf", labels_page)
+    path = make_pdf(tmp_path_factory.mktemp("pdf") / "labels.pdf", labels_page, text_rules_page)
     return str(parse_offline(path, ParseSettings()).doc.export_to_markdown())
 
 
