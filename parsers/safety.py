@@ -68,6 +68,7 @@ _UNREAD_ZIPS = (
 _ODF_OTHER = "application/vnd.oasis.opendocument."
 _STAROFFICE = "application/vnd.sun.xml."
 # OLE2 (97-2003) containers by the stream that names their kind.
+# The stream that makes an OLE2 container a Word, Excel, PowerPoint or Visio file.
 _OLE_STREAMS = (
     ("worddocument", "doc"),
     ("workbook", "xls"),
@@ -75,6 +76,12 @@ _OLE_STREAMS = (
     ("powerpoint document", "ppt"),
     ("visiodocument", "vsd"),
 )
+
+
+def ole_format(streams: set[str]) -> str | None:
+    """"doc", "xls", "ppt" or "vsd" by the main stream among ``streams`` (lower-cased
+    paths, as ``olefile``'s ``listdir`` joined by '/'), else None."""
+    return next((fmt for stream, fmt in _OLE_STREAMS if stream in streams), None)
 _HEIC_BRANDS = (b"heic", b"heix", b"hevc", b"hevx", b"heim", b"heis", b"mif1", b"msf1")
 FORMATS_HELP = "run `corpusflow formats` for the list of supported kinds"
 ENCRYPTED_HELP = "corpusflow cannot read it: exclude it (source.exclude) or index a decrypted copy"
@@ -238,7 +245,7 @@ def _ole_format(path: Path, named: str | None, ext: str) -> str:
         with olefile.OleFileIO(str(path)) as ole:
             # Stream names are case-insensitive in OLE2 (MS-CFB); compared lower-cased.
             streams = {"/".join(entry).lower() for entry in ole.listdir()}
-            fmt = next((f for stream, f in _OLE_STREAMS if stream in streams), None)
+            fmt = ole_format(streams)
             if named in {"doc", "ppt", "xls"} and fmt is None:
                 fmt = named
             encrypted = _ole_encryption(ole, streams, fmt)

@@ -700,17 +700,14 @@ _EMBEDDED_PACKAGES = {
     ".pptm": ("PPTX", ".pptx"),
 }
 # An OLE object (``oleObjectN.bin``) is a compound file; its streams say what it holds.
-_OLE_STREAMS = (
-    ("workbook", "XLS", ".xls", "Excel worksheet"),
-    ("book", "XLS", ".xls", "Excel worksheet"),
-    ("worddocument", "DOC", ".doc", "Word document"),
-    ("powerpoint document", "PPT", ".ppt", "PowerPoint presentation"),
-)
 _PACKAGE_MAIN = (("xl/", "XLSX", ".xlsx"), ("word/", "DOCX", ".docx"), ("ppt/", "PPTX", ".pptx"))
 _KIND_NAMES = {
     "XLSX": "Excel worksheet",
     "DOCX": "Word document",
     "PPTX": "PowerPoint presentation",
+    "XLS": "Excel worksheet",
+    "DOC": "Word document",
+    "PPT": "PowerPoint presentation",
 }
 MAX_EMBEDDED = 20  # objects read per document; more are named in a warning
 
@@ -781,6 +778,7 @@ def embedded_object(
 
     from common.encodings import OLE_MAGIC
     from parsers.docling_backend import convert_bytes, convert_markdown
+    from parsers.safety import ole_format
 
     suffix = PurePosixPath(part_name).suffix.lower()
     kind: tuple[str, str] | None = _EMBEDDED_PACKAGES.get(suffix)
@@ -790,10 +788,9 @@ def embedded_object(
 
         with olefile.OleFileIO(io.BytesIO(blob)) as ole:
             streams = {"/".join(s).lower() for s in ole.listdir()}
-            for stream, fmt, ext, _name in _OLE_STREAMS:
-                if stream in streams:
-                    kind = (fmt, ext)
-                    break
+            legacy = ole_format(streams)
+            if legacy in ("doc", "xls", "ppt"):  # the kinds docling reads through LibreOffice
+                kind = (legacy.upper(), f".{legacy}")
             else:
                 if "package" in streams:  # an OOXML package wrapped in an OLE object
                     blob = ole.openstream("Package").read()
@@ -814,7 +811,7 @@ def embedded_object(
         name = f"{parsed.format.upper()} file"  # "Embedded PDF file (annex.pdf):"
         shown: str | None = packaged[0]
     elif kind is not None:
-        name = _KIND_NAMES.get(kind[0]) or next(n for _s, f, _e, n in _OLE_STREAMS if f == kind[0])
+        name = _KIND_NAMES[kind[0]]
         if blob[:4] == b"PK\x03\x04":  # a macro-enabled package: typed as the document
             from parsers.containers import main_part_as_document
 
