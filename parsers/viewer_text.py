@@ -812,10 +812,11 @@ def embedded_object(
         shown: str | None = packaged[0]
     elif kind is not None:
         name = _KIND_NAMES[kind[0]]
-        if blob[:4] == b"PK\x03\x04":  # a macro-enabled package: typed as the document
-            from parsers.containers import main_part_as_document
+        if blob[:4] == b"PK\x03\x04":  # as a file of its kind is: Strict OOXML and .xlsb
+            from parsers.docling_backend import plain_ooxml  # saved as Transitional / XLSX,
+            from parsers.formats import spec_for  # macro-enabled typed as the document
 
-            blob = main_part_as_document(blob)
+            blob = plain_ooxml(blob, spec_for(kind[1].lstrip(".")))
         read = convert_bytes(blob, "embedded", *kind).doc
         markdown = str(read.export_to_markdown(escape_underscores=False))
         shown = None

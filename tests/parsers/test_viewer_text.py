@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import io
+import shutil
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -552,20 +553,14 @@ def _small_workbook() -> bytes:
     return buf.getvalue()
 
 
-def test_embedded_objects_read_as_their_kind(tmp_path: Path, shared_corpus: Path) -> None:
-    """A worksheet embedded in a Word document and, in a deck, a worksheet package and a
-    Word 97-2003 document in an OLE object (as python-pptx embeds them): each read as a
-    file of its kind, in place (the slide that holds it), its structure kept."""
-    from pptx import Presentation
-    from pptx.enum.shapes import PROG_ID
-    from pptx.util import Inches
-
+def _docx_embedding(path: Path, workbook: bytes) -> Path:
+    """A Word document with ``workbook`` embedded as a package, as Word embeds one."""
     rel = (
         '<Relationship Id="rIdEmb1" Type="http://schemas.openxmlformats.org/officeDocument/'
         '2006/relationships/package" Target="embeddings/Microsoft_Excel_Worksheet.xlsx"/>'
     )
     kind = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
-    path = _document(tmp_path / "host.docx", furniture=False, textbox=False, alt_chunk=None)
+    path = _document(path, furniture=False, textbox=False, alt_chunk=None)
     path.write_bytes(
         _rewrite_zip(
             path.read_bytes(),
@@ -578,10 +573,31 @@ def test_embedded_objects_read_as_their_kind(tmp_path: Path, shared_corpus: Path
                     f'<Default Extension="xlsx" ContentType="{kind}"/></Types>'.encode(),
                 ),
             },
-            {"word/embeddings/Microsoft_Excel_Worksheet.xlsx": _small_workbook()},
+            {"word/embeddings/Microsoft_Excel_Worksheet.xlsx": workbook},
         )
     )
-    md = parse_file(path).markdown
+    return path
+
+
+@pytest.mark.skipif(shutil.which("soffice") is None, reason="needs LibreOffice")
+def test_an_embedded_strict_ooxml_workbook_is_read(tmp_path: Path) -> None:
+    """A Strict OOXML workbook embedded in a Word document is read as a top-level one is
+    (saved as Transitional by LibreOffice first), not lost to docling's refusal."""
+    strict = (Path(__file__).parents[1] / "data" / "tika" / "testEXCEL.strict.xlsx").read_bytes()
+    parsed = parse_file(_docx_embedding(tmp_path / "host.docx", strict))
+    assert "Embedded Excel worksheet" in parsed.markdown
+    assert "2nd row 2nd column" in parsed.markdown, parsed.markdown
+
+
+def test_embedded_objects_read_as_their_kind(tmp_path: Path, shared_corpus: Path) -> None:
+    """A worksheet embedded in a Word document and, in a deck, a worksheet package and a
+    Word 97-2003 document in an OLE object (as python-pptx embeds them): each read as a
+    file of its kind, in place (the slide that holds it), its structure kept."""
+    from pptx import Presentation
+    from pptx.enum.shapes import PROG_ID
+    from pptx.util import Inches
+
+    md = parse_file(_docx_embedding(tmp_path / "host.docx", _small_workbook())).markdown
     assert "Embedded Excel worksheet (Microsoft_Excel_Worksheet.xlsx):" in md
     assert "| Kestrel Ridge |" in md.replace("  ", " ").replace("  ", " ")
 
