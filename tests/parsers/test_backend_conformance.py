@@ -94,7 +94,9 @@ _BEFORE = {
 # Moved again by issue #32 (fewer false headings: PDF format version 4); it was
 # "051e83cfde3700b0". Moved again by issue #32 (a side heading is no table cell for what
 # shares its row in the next text column: PDF format version 5); it was "279df43ddaf72576".
-_BEFORE_PDF_OFFLINE_NO_OCR = "2abe98a9b393f99f"
+# Moved again by issue #32 (diagram labels, page numbers, formulas, bold lines of a paragraph
+# and numbered list items are not headings: PDF format version 6); it was "2abe98a9b393f99f".
+_BEFORE_PDF_OFFLINE_NO_OCR = "7407bcc6859fd17d"
 # Moved on purpose by issue #32 (the text a viewer shows: Word headers, footers, notes and
 # altChunk parts; PowerPoint layout/master shapes, SmartArt and speaker notes): docx, doc
 # and rtf are format version 3, pptx and ppt version 2. They were docx "2797dd42a8191db4",
