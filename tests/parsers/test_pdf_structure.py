@@ -330,6 +330,13 @@ def test_bold_face_names() -> None:
     assert not any(is_bold_face(f) for f in regular)
 
 
+def _column(text: str, tops: range, size: float, font: str) -> list[Line]:
+    """Lines of running text on page 1, one at each of ``tops``; ``{k}`` in ``text`` counts."""
+    return [
+        Line(1, text.format(k=k), 72, y, 480, y + size, size, 0.0, font) for k, y in enumerate(tops)
+    ]
+
+
 def test_a_page_range_judges_headings_against_the_body_style_it_is_given() -> None:
     """A page range of a document set in 12 pt whose own pages are mostly 9 pt notes: on
     its own, a 12 pt line above the notes is larger than its body, a heading; given the
@@ -341,20 +348,12 @@ def test_a_page_range_judges_headings_against_the_body_style_it_is_given() -> No
     from parsers.pdf.headings import BodyStyle, HeadingMark, RangeHeadings
 
     def lines() -> list[Line]:
-        notes = [
-            Line(
-                1,
-                f"Note {k}: the gauge on line {k} reads in bar, not in psi or kPa",
-                72,
-                y,
-                480,
-                y + 9,
-                9.0,
-                0.0,
-                "Helvetica",
-            )
-            for k, y in enumerate(range(100, 400, 12))
-        ]
+        notes = _column(
+            "Note {k}: the gauge on line {k} reads in bar, not in psi or kPa",
+            range(100, 400, 12),
+            9.0,
+            "Helvetica",
+        )
         lead = Line(1, "Readings of the gauges", 72, 70, 250, 82, 12.0, 0.0, "Times-Roman")
         return [lead, *notes]
 
@@ -947,36 +946,20 @@ def test_a_formula_set_in_a_math_face_is_not_a_heading() -> None:
     italic) is not a heading; a line of the same size in a text face is."""
     from docling_core.types.doc import SectionHeaderItem
 
-    body = [
-        Line(
-            1,
-            f"line {k} of the running text of this page, set at ten points",
-            72,
-            y,
-            480,
-            y + 10,
-            10.0,
-            0.0,
-            "Times-Roman",
-        )
-        for k, y in enumerate(range(100, 300, 12))
-    ]
+    body = _column(
+        "line {k} of the running text of this page, set at ten points",
+        range(100, 300, 12),
+        10.0,
+        "Times-Roman",
+    )
     formula = Line(1, "n = k + ik", 72, 320, 160, 336, 16.0, 0.0, "MathJax_Math-Italic")
     heading = Line(1, "Results", 72, 360, 160, 376, 16.0, 0.0, "Times-Roman")
-    more = [
-        Line(
-            1,
-            f"line {k} of the text after it, set at ten points as well",
-            72,
-            y,
-            480,
-            y + 10,
-            10.0,
-            0.0,
-            "Times-Roman",
-        )
-        for k, y in enumerate(range(390, 450, 12))
-    ]
+    more = _column(
+        "line {k} of the text after it, set at ten points as well",
+        range(390, 450, 12),
+        10.0,
+        "Times-Roman",
+    )
     lines = [*body, formula, *more[:2], heading, *more]
     doc = lines_to_document(lines, {1: (612.0, 792.0)}, "f", [])
     heads = [t.text for t in doc.texts if isinstance(t, SectionHeaderItem)]
