@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Iterator
 from contextvars import ContextVar
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from common.settings import ParseSettings
 from parsers.backend import load_backend
@@ -94,10 +94,18 @@ def _body_text_serializer() -> type:
                 isinstance(item, TitleItem | SectionHeaderItem | ListItem)
                 or item.label in literal
                 or kwargs.get("in_table_cell")  # a cell holds no heading: "# of users" stays
+                or (kwargs.get("is_inline_scope") and not _opens_its_group(item, doc))
             ):
-                return res
+                return res  # mid-line: "Count the # of users" stays as written
             text = _ATX_START.sub(r"\1\\\2", res.text)
             return res if text == res.text else SerializationResult(text=text, spans=res.spans)
+
+    def _opens_its_group(item: Any, doc: Any) -> bool:
+        """The item is the first piece of the inline group (a paragraph of several runs)
+        that holds it."""
+        parent = item.parent.resolve(doc) if item.parent is not None else None
+        children = getattr(parent, "children", None) or []
+        return bool(children) and children[0].cref == item.self_ref
 
     return BodyText
 

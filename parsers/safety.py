@@ -79,9 +79,11 @@ _OLE_STREAMS = (
 
 
 def ole_format(streams: set[str]) -> str | None:
-    """"doc", "xls", "ppt" or "vsd" by the main stream among ``streams`` (lower-cased
-    paths, as ``olefile``'s ``listdir`` joined by '/'), else None."""
+    """The kind, "doc", "xls", "ppt" or "vsd", that the main stream among ``streams``
+    (lower-cased paths, ``olefile``'s ``listdir`` joined by '/') makes it; else None."""
     return next((fmt for stream, fmt in _OLE_STREAMS if stream in streams), None)
+
+
 _HEIC_BRANDS = (b"heic", b"heix", b"hevc", b"hevx", b"heim", b"heis", b"mif1", b"msf1")
 FORMATS_HELP = "run `corpusflow formats` for the list of supported kinds"
 ENCRYPTED_HELP = "corpusflow cannot read it: exclude it (source.exclude) or index a decrypted copy"

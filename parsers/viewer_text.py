@@ -817,8 +817,9 @@ def embedded_object(
             from parsers.formats import spec_for  # macro-enabled typed as the document
 
             blob = plain_ooxml(blob, spec_for(kind[1].lstrip(".")))
-        read = convert_bytes(blob, "embedded", *kind).doc
-        markdown = str(read.export_to_markdown(escape_underscores=False))
+        from parsers.registry import stored_markdown
+
+        markdown = stored_markdown(convert_bytes(blob, "embedded", *kind).doc)
         shown = None
     else:
         return None

@@ -64,25 +64,17 @@ _CAPTION_TEXT = re.compile(
     r"|表|图|圖)\s*[\dIVXivx]+(?:[.-]\d+)*\s*[.:：]\s*\S",
     re.IGNORECASE,
 )
-_MONTH = (
-    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
-    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
-)
-# A line that is only a date: "21 January 2023", "March 3, 2021", "2023-01-21", "2023年1月".
-_DATE_LINE = re.compile(
-    rf"^(?:\d{{1,2}}\s+{_MONTH}\s+\d{{4}}|{_MONTH}\s+\d{{1,2}},?\s+\d{{4}}|\d{{4}}-\d{{2}}-\d{{2}}"
-    r"|\d{4}年\d{1,2}月(?:\d{1,2}日)?)$",
-    re.IGNORECASE,
-)
 # A relation sign between spaces: a display formula ("rid(t + 1) = min{...}").
 _RELATION = re.compile(r"\s[=≠≤≥≈]\s")
 _PERSON = re.compile(r"^(?:[A-Z][\w'’-]*\.?\s+){1,3}[A-Z][\w'’-]+$")
 _INITIAL = re.compile(r"(?:^|\s)[A-Z]\.(?:\s|-|$)")
+_PARTS = frozenset({"part", "appendix", "annex", "section", "chapter", "article", "step"})
 # A line that is one address: "github.com/owner/project", "https://...", "name@host.org".
 _ADDRESS = re.compile(
-    r"^(?:[a-z][a-z0-9+.-]*://\S+|www\.\S+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
-    r"|[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}/\S*)$",
-    re.IGNORECASE,
+    r"^(?:(?i:[a-z][a-z0-9+.-]*://\S+|www\.\S+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+)"
+    # a host and path, as print spells them: lower case, a common top-level domain
+    r"|[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:com|org|net|io|edu|gov|dev|ai|app|info|co|cn|de|uk"
+    r"|jp|fr|eu|us)/\S*)$"
 )
 # A line that only numbers its page: "Page 3", "Page 1/5", "Seite 2 von 9", "第 3 页".
 _PAGE_NUMBER = re.compile(
@@ -92,7 +84,11 @@ _PAGE_NUMBER = re.compile(
 )
 # Faces that set mathematics: MathJax, Cambria Math, STIX/XITS Math, TeX's math italic,
 # symbols and extension fonts (CMMI, CMSY, CMEX, AMS's MSAM/MSBM).
-_MATH_FACE = re.compile(r"math|^(?:cmmi|cmsy|cmex|msam|msbm|eufm|rsfs)\d", re.IGNORECASE)
+_MATH_FACE = re.compile(
+    r"mathjax|cambria.?math|(?:stix|stixtwo|xits|latinmodern|lm|texgyre\w+|asana|libertinus"
+    r"|fira|garamond|dejavu|noto\w*)[-_ ]?math|^(?:cmmi|cmsy|cmex|msam|msbm|eufm|rsfs)\d",
+    re.IGNORECASE,
+)
 
 
 def _norm(text: str) -> str:
@@ -413,7 +409,7 @@ def classify_headings(
         if rules and _is_heading(block, text, body, furniture, by_page, blocks, position, columns):
             candidates.append(block)
 
-    candidates = _drop_repeats(blocks, candidates, style)
+    candidates = _drop_repeats(blocks, candidates, style, furniture)
     level_of = heading_levels((style(b) for b in candidates), outline_style)
     for block in candidates:
         block.kind = "heading"
@@ -428,21 +424,36 @@ def classify_headings(
 
 
 def _drop_repeats(
-    blocks: Sequence[Block], candidates: list[Block], style: Callable[[Block], Style]
+    blocks: Sequence[Block],
+    candidates: list[Block],
+    style: Callable[[Block], Style],
+    furniture: set[int],
 ) -> list[Block]:
-    """A heading that repeats the heading just before it, in the same style (a
-    slide's title on its continuation slide, a title repeated at the next page's
-    top), continues that section: it is not a new one."""
+    """A heading that repeats the heading before it, in the same style, at the top of a
+    later page (a slide's title on its continuation slide, a title repeated on the next
+    page) continues that section: it is not a new one. The same title again on the same
+    page, or lower on a later one, is a section of its own ("Example", "Parameters")."""
     chosen = {id(b) for b in candidates}
     keep: list[Block] = []
-    previous: tuple[str, Style] | None = None
+    previous: tuple[str, Style, int] | None = None
+    page_top: dict[int, int] = {}  # page -> id of its first block that is not furniture
     for b in blocks:
-        if b.kind != "heading" and id(b) not in chosen:
+        if b.lines and not all(id(ln) in furniture for ln in b.lines):
+            page_top.setdefault(b.lines[0].page_no, id(b))
+    for b in blocks:
+        if not b.lines or (b.kind != "heading" and id(b) not in chosen):
             continue
         key = (_norm(b.text), style(b))
-        if id(b) in chosen and key != previous:
+        page = b.lines[0].page_no
+        repeat = (
+            previous is not None
+            and key == previous[:2]
+            and page > previous[2]
+            and page_top.get(page) == id(b)
+        )
+        if id(b) in chosen and not repeat:
             keep.append(b)
-        previous = key
+        previous = (*key, page)
     return keep
 
 
@@ -452,7 +463,7 @@ def _is_byline(text: str) -> bool:
     parts = [p for p in parts if p]
     return (
         len(parts) >= 2
-        and all(_PERSON.match(p) for p in parts)
+        and all(_PERSON.match(p) and p.split()[0].lower() not in _PARTS for p in parts)
         and any(_INITIAL.search(p) for p in parts)
     )
 
@@ -462,7 +473,6 @@ def _reads_as_text(text: str) -> bool:
     return (
         bool(_CAPTION_TEXT.match(text))  # "Figure 1: A cute duckling": a caption
         or bool(_RELATION.search(text))  # "rid(t + 1) = min{...}": a display formula
-        or bool(_DATE_LINE.match(text))  # "21 January 2023": a dateline
         or _is_byline(text)  # "H. Ashuri, A. Hassani": the authors
         or text.endswith(("…", "..."))  # "The risks can be even higher when…": a lead-in
     )
@@ -593,8 +603,10 @@ def _small_heading(
     if i >= len(blocks):
         return False
     nxt = blocks[i]
+    if nxt.kind != "paragraph" or not nxt.lines:
+        return False
     first = nxt.lines[0]
-    if nxt.kind != "paragraph" or first.page_no != block.lines[-1].page_no:
+    if first.page_no != block.lines[-1].page_no:
         return False
     if abs(nxt.height - body.size) <= 0.1 * body.size:
         return abs(first.left - block.lines[0].left) <= 0.5 * body.size
@@ -622,7 +634,7 @@ def _wraps_with_text(block: Block, blocks: Sequence[Block], position: dict[int, 
             and min(upper.right, lower.right) > max(upper.left, lower.left)
         )
 
-    if i > 0:
+    if i > 0 and blocks[i - 1].lines:
         above = blocks[i - 1].lines[-1]
         if (
             blocks[i - 1].kind == "paragraph"
@@ -630,7 +642,7 @@ def _wraps_with_text(block: Block, blocks: Sequence[Block], position: dict[int, 
             and not above.text.rstrip().endswith(_CLAUSE_END)
         ):
             return True
-    if i + 1 < len(blocks):
+    if i + 1 < len(blocks) and blocks[i + 1].lines:
         nxt = blocks[i + 1]
         below = nxt.lines[0]
         measure = max(ln.right for ln in nxt.lines)  # the right edge its lines run to
@@ -708,7 +720,7 @@ def _is_heading(
         return False  # "github.com/owner/project": a link to follow, not a title
     if all(_MATH_FACE.search(ln.font) for ln in block.lines):
         return False  # set in a math face: a formula
-    if sum(c.isalpha() for c in text) < 2 and not any(is_cjk(c) for c in text):
+    if len(text.strip()) < 2 and not is_cjk(text.strip()):
         return False  # "a", "b": a diagram's node or a list's letter, not a title
     if re.search(r"[^\W\d_]-$", text.rstrip()):
         return False  # "... num et fer-": a word broken at the line end, running text

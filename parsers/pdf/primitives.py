@@ -166,18 +166,21 @@ def join_pieces(pieces: Iterable[str]) -> str:
 # --------------------------------------------------------------------------- #
 
 # A list marker: a bullet glyph, or numbering "1.", "(a)", "iv)".
-# Bullets, dashes, and the squares, diamonds, arrows and check marks slides and
-# task lists use.
-_BULLETS = r"[•●▪◦‣∙·\-–*■□◆◇○►▸▶➢➤✓✔✗✘☐☑☒❖⁃]"
+_BULLETS = r"[•●▪◦‣∙·\-–*]"
+# Marks that open an item, not a cell of their own: the arrows and check marks of
+# slides and task lists ("✓ Slower CI/CD pipelines"). Not squares and diamonds:
+# Japanese and Korean reports mark section titles with them ("■ 会社概要"). Alone, a
+# check mark is a table's value ("✓" under "Supported"), so it is no hanging marker.
+_ITEM_MARKS = r"[►▸▶➢➤✓✔✗✘☐☑☒⁃]"
 _NUMBERING = r"\(?(?:\d{1,3}|[a-zA-Z]|[ivxlc]{1,5})[.)]"
 # The marker standing alone (a hanging marker, a table cell).
 MARKER = re.compile(rf"^(?:{_BULLETS}|{_NUMBERING})$")
 # A line that starts with a bullet glyph and goes on with text.
-BULLET_START = re.compile(rf"^{_BULLETS}\s+\S")
+BULLET_START = re.compile(rf"^(?:{_BULLETS}|{_ITEM_MARKS})\s+\S")
 # Numbering alone: the item is enumerated.
 NUMBERING = re.compile(rf"^{_NUMBERING}$")
 # A line that starts with a marker and goes on with text: a list item.
-LIST_START = re.compile(rf"^(?:{_BULLETS}|{_NUMBERING})\s+\S")
+LIST_START = re.compile(rf"^(?:{_BULLETS}|{_ITEM_MARKS}|{_NUMBERING})\s+\S")
 
 
 # --------------------------------------------------------------------------- #

@@ -805,3 +805,20 @@ def test_body_text_that_opens_with_a_hash_is_not_a_heading(tmp_path: Path) -> No
     assert heads == ["## Loading the seeds"], md
     assert "\\# load the saved seeds and return them" in md
     assert "# of seeds |" in md and "\\# of" not in md  # a cell holds no heading: as written
+
+
+def test_a_hash_is_escaped_only_where_a_line_starts() -> None:
+    """A paragraph of several runs (an inline group) is escaped at its first run only;
+    a '#' inside a line stays as written."""
+    from docling_core.types.doc import DocItemLabel, DoclingDocument
+
+    from parsers.registry import stored_markdown
+
+    doc = DoclingDocument(name="runs")
+    group = doc.add_inline_group()
+    for run in ("# load the seeds", "and count the", "# of users"):
+        doc.add_text(DocItemLabel.TEXT, run, parent=group)
+    doc.add_text(DocItemLabel.TEXT, "plain text with # inside")
+    md = stored_markdown(doc)
+    assert md.splitlines()[0] == "\\# load the seeds and count the # of users", md
+    assert "plain text with # inside" in md

@@ -898,11 +898,10 @@ def labels_page(p: Page) -> None:
 
 def text_rules_page(p: Page) -> None:
     """Lines set bold and larger above running text that read as text: a caption with
-    its text, a dateline, a byline, a formula, an address."""
+    its text, a byline, a formula, an address."""
     y = 70.0
     for line in (
         "Figure 2: The stop nut, cut away",
-        "21 January 2023",
         "H. Ashuri, A. Hassani and M. Walley",
         "F = k * x + c",
         "github.com/corpusflow/corpusflow",
@@ -929,7 +928,6 @@ def labels_md(tmp_path_factory: pytest.TempPathFactory) -> str:
         "2. Turn the nut",
         "Page 1/2",  # a page's number, however large
         "Figure 2: The stop nut",  # a caption with its text
-        "21 January 2023",  # a dateline
         "H. Ashuri, A. Hassani",  # the authors
         "F = k * x + c",  # a relation between spaces: a formula
         "github.com/corpusflow",  # an address to follow
@@ -992,19 +990,42 @@ def test_lines_that_read_as_text() -> None:
     for line in (
         "The risks can be even higher when\u2026",  # a lead-in cut by an ellipsis
         "表 2：测试结果",  # a caption with its text
-        "March 3, 2021",
         "M. Walley and I. Bjarnason *",
         "rid(t + 1) = min{rid(t), n}",
     ):
         assert _reads_as_text(line), line
-    for line in ("Table 2", "Results in 2021", "Walley and Bjarnason", "E=mc2 in practice"):
+    for line in (
+        "Table 2",
+        "March 3, 2021",  # a dated section: minutes, a changelog
+        "Walley and Bjarnason",
+        "Part A. Setup and Part B. Usage",
+        "E=mc2 in practice",
+    ):
         assert not _reads_as_text(line), line
 
 
-def test_check_marks_and_squares_start_list_items() -> None:
-    """Slides and task lists bullet their items with check marks, squares and arrows."""
-    from parsers.pdf.primitives import LIST_START
+def test_check_marks_and_arrows_start_list_items() -> None:
+    """Slides and task lists bullet their items with check marks and arrows. A square
+    opens a section title in Japanese and Korean reports, and a check mark alone is a
+    table's value: neither is a list's marker."""
+    from parsers.pdf.primitives import LIST_START, MARKER
 
-    for item in ("✓ Slower CI/CD pipelines", "■ 数据清洗", "➢ Next steps", "☐ Sign the form"):
+    for item in ("✓ Slower CI/CD pipelines", "➢ Next steps", "☐ Sign the form"):
         assert LIST_START.match(item), item
-    assert not LIST_START.match("✓")  # a mark alone is no item
+    assert not LIST_START.match("■ 会社概要") and not LIST_START.match("✓")
+    assert not MARKER.match("✓") and MARKER.match("•")
+
+
+def test_headings_that_look_like_labels_stay_headings(tmp_path: Path) -> None:
+    """Short headings, a framework's name with a dot and a slash, and a section title
+    repeated lower on the same page (a second "Example") are headings all the same."""
+
+    def page(p: Page) -> None:
+        y = 70.0
+        for title in ("5G", "Node.js/Express", "Example", "Example"):
+            p.text(title, 72, y, "Helvetica-Bold", 14)
+            y = p.paragraph(MANUAL, y + 18) + 24
+
+    md = parse_offline(make_pdf(tmp_path / "short.pdf", page), ParseSettings())
+    heads = _headings(md.doc.export_to_markdown())
+    assert heads == ["5G", "Node.js/Express", "Example", "Example"], heads
