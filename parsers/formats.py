@@ -160,7 +160,7 @@ FORMATS: tuple[FormatSpec, ...] = (
         # 6: fewer false headings: text set aslant, one-letter labels, page numbers,
         #    formulas in a math face, lines smaller than the body over nothing smaller,
         #    bold lines of a paragraph, numbered list items, captions with their text,
-        #    datelines, bylines, display formulas, a heading repeating the one before;
+        #    bylines, display formulas, a title repeated atop its continuation page;
         #    body text opening with '#' is escaped in the Markdown (issue #32).
         version="6",
         binary=True,
