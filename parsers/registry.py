@@ -70,20 +70,27 @@ def stored_markdown(doc: DoclingDocument) -> str:
     serializer = MarkdownDocSerializer(
         doc=doc,
         params=MarkdownParams(escape_underscores=False),
-        text_serializer=_body_text_serializer()(),
+        text_serializer=_body_text_serializer(),
     )
     return str(serializer.serialize().text)
 
 
 @functools.cache
-def _body_text_serializer() -> type:
+def _body_text_serializer() -> Any:
     """docling-core's Markdown text serializer with body text's opening '#' escaped (built
-    on first use: docling-core is a heavy import)."""
+    on first use: docling-core is a heavy import; it holds no state, so one serves all)."""
     from docling_core.transforms.serializer.base import SerializationResult
     from docling_core.transforms.serializer.markdown import MarkdownTextSerializer
     from docling_core.types.doc import DocItemLabel, ListItem, SectionHeaderItem, TitleItem
 
     literal = (DocItemLabel.CODE, DocItemLabel.FORMULA)
+
+    def opens_its_group(item: Any, doc: Any) -> bool:
+        """The item is the first piece of the inline group (a paragraph of several runs)
+        that holds it."""
+        parent = item.parent.resolve(doc) if item.parent is not None else None
+        children = getattr(parent, "children", None) or []
+        return bool(children) and children[0].cref == item.self_ref
 
     class BodyText(MarkdownTextSerializer):
         """docling-core's text serializer; a '#' opening a line of body text is escaped."""
@@ -94,20 +101,13 @@ def _body_text_serializer() -> type:
                 isinstance(item, TitleItem | SectionHeaderItem | ListItem)
                 or item.label in literal
                 or kwargs.get("in_table_cell")  # a cell holds no heading: "# of users" stays
-                or (kwargs.get("is_inline_scope") and not _opens_its_group(item, doc))
+                or (kwargs.get("is_inline_scope") and not opens_its_group(item, doc))
             ):
                 return res  # mid-line: "Count the # of users" stays as written
             text = _ATX_START.sub(r"\1\\\2", res.text)
             return res if text == res.text else SerializationResult(text=text, spans=res.spans)
 
-    def _opens_its_group(item: Any, doc: Any) -> bool:
-        """The item is the first piece of the inline group (a paragraph of several runs)
-        that holds it."""
-        parent = item.parent.resolve(doc) if item.parent is not None else None
-        children = getattr(parent, "children", None) or []
-        return bool(children) and children[0].cref == item.self_ref
-
-    return BodyText
+    return BodyText()
 
 
 # The item lists of a DoclingDocument, serialised one item at a time by ``docling_json``.

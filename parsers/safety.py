@@ -68,7 +68,6 @@ _UNREAD_ZIPS = (
 _ODF_OTHER = "application/vnd.oasis.opendocument."
 _STAROFFICE = "application/vnd.sun.xml."
 # OLE2 (97-2003) containers by the stream that names their kind.
-# The stream that makes an OLE2 container a Word, Excel, PowerPoint or Visio file.
 _OLE_STREAMS = (
     ("worddocument", "doc"),
     ("workbook", "xls"),

@@ -47,10 +47,9 @@ _SECTION_NUMBER = re.compile(
 )
 # A caption's label on a line of its own ("Table 1", "Fig. 3", "图 2"): the caption
 # below it names a table or figure, not a section.
+_CAPTION_WORDS = r"table|tab\.|figure|fig\.|chart|exhibit|scheme|plate|listing|algorithm|表|图|圖"
 _CAPTION_LABEL = re.compile(
-    r"^(?:table|tab\.|figure|fig\.|chart|exhibit|scheme|plate|listing|algorithm|equation"
-    r"|表|图|圖)\s*[\dIVXivx]+(?:[.-]\d+)*[.:]?$",
-    re.IGNORECASE,
+    rf"^(?:{_CAPTION_WORDS}|equation)\s*[\dIVXivx]+(?:[.-]\d+)*[.:]?$", re.IGNORECASE
 )
 # Dot leaders ending in a page number.
 _TOC_ENTRY = re.compile(r"(?:\.\s?){4,}\s*[\dIVXLCivxlc]+\s*$")
@@ -60,9 +59,7 @@ _SENTENCE_END = (".", ",", ";", "。", "，", "；", "、")
 _CLAUSE_END = (*_SENTENCE_END, ":", "：", "!", "?", "！", "？", "…", ")", "）", "”", '"')
 # A caption with its text on the same line ("Figure 1: A cute duckling", "表 2：结果").
 _CAPTION_TEXT = re.compile(
-    r"^(?:table|tab\.|figure|fig\.|chart|exhibit|scheme|plate|listing|algorithm"
-    r"|表|图|圖)\s*[\dIVXivx]+(?:[.-]\d+)*\s*[.:：]\s*\S",
-    re.IGNORECASE,
+    rf"^(?:{_CAPTION_WORDS})\s*[\dIVXivx]+(?:[.-]\d+)*\s*[.:：]\s*\S", re.IGNORECASE
 )
 # A relation sign between spaces: a display formula ("rid(t + 1) = min{...}").
 _RELATION = re.compile(r"\s[=≠≤≥≈]\s")
@@ -677,14 +674,8 @@ def _in_numbered_run(block: Block, blocks: Sequence[Block], position: dict[int, 
             continue
         if int(other.group(1)) != int(mine.group(1)) + step:
             continue
-        upper, lower = (
-            (blocks[j].lines[-1], block.lines[0])
-            if step < 0
-            else (
-                block.lines[-1],
-                blocks[j].lines[0],
-            )
-        )
+        first, second = (blocks[j], block) if step < 0 else (block, blocks[j])
+        upper, lower = first.lines[-1], second.lines[0]
         if upper.page_no == lower.page_no and 0 <= lower.top - upper.bottom < 1.5 * lower.height:
             return True
     return False
@@ -706,7 +697,8 @@ def _is_heading(
         return False  # "• Tensile strength": a list item, however it is set
     if text.rstrip().endswith((":", "\uff1a")):
         return False  # "Consider including:", "Input:": a lead-in to what follows
-    if _CAPTION_LABEL.match(text.strip()) or _reads_as_text(text.strip()):
+    stripped = text.strip()
+    if _CAPTION_LABEL.match(stripped) or _reads_as_text(stripped):
         return False
     if _TOC_ENTRY.search(text):
         return False  # "2.1 Scope . . . . 7": a table-of-contents entry
@@ -714,13 +706,13 @@ def _is_heading(
         return False  # a running head or foot, repeated on every page
     if any(_not_horizontal(ln) for ln in block.lines):
         return False  # set upright or aslant: a chart's axis title, a diagram's label
-    if _PAGE_NUMBER.match(text.strip()):
+    if _PAGE_NUMBER.match(stripped):
         return False  # "Page 1/5": a page's number, however it is set
-    if _ADDRESS.match(text.strip()):
+    if _ADDRESS.match(stripped):
         return False  # "github.com/owner/project": a link to follow, not a title
     if all(_MATH_FACE.search(ln.font) for ln in block.lines):
         return False  # set in a math face: a formula
-    if len(text.strip()) < 2 and not is_cjk(text.strip()):
+    if len(stripped) < 2 and not is_cjk(stripped):
         return False  # "a", "b": a diagram's node or a list's letter, not a title
     if re.search(r"[^\W\d_]-$", text.rstrip()):
         return False  # "... num et fer-": a word broken at the line end, running text
