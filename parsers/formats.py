@@ -162,7 +162,11 @@ FORMATS: tuple[FormatSpec, ...] = (
         #    bold lines of a paragraph, numbered list items, captions with their text,
         #    bylines, display formulas, a title repeated atop its continuation page;
         #    body text opening with '#' is escaped in the Markdown (issue #32).
-        version="6",
+        # 7: a title the outline names is the heading where its bookmark points, not in
+        #    a contents list; a page with a thin text layer keeps it and OCR adds only
+        #    its pictures' text, never headings; a page's one large line is a heading
+        #    (a divider slide); authors over their affiliations are not (issue #32).
+        version="7",
         binary=True,
     ),
     FormatSpec(

@@ -284,7 +284,7 @@ def _parse_range(
     from parsers.pdf.headings import RangeHeadings, parsing_range, read_outline
 
     context = RangeHeadings.from_dict(task.get("headings") or {})
-    context.outline = read_outline(path)
+    context.outline = read_outline(path, first_page=int(task.get("first", 1)))
     with parsing_range(context):
         doc = parse(part, settings, metadata)
     found = RangeHeadings(body=context.body, marks=context.marks)  # the outline stays here

@@ -19,7 +19,7 @@ from parsers.pdf.primitives import NUMBERING, Line
 if TYPE_CHECKING:
     from docling_core.types.doc import DoclingDocument
 
-    from parsers.pdf.headings import RangeHeadings
+    from parsers.pdf.headings import OutlineEntry, RangeHeadings
     from parsers.pdf.regions import Region
     from parsers.pdf.tables import Table
 
@@ -69,7 +69,7 @@ def lines_to_document(
     lines: list[Line],
     page_sizes: dict[int, tuple[float, float]],
     name: str,
-    outline: list[tuple[int, str]],
+    outline: Sequence[OutlineEntry],
     tables: Sequence[Table] = (),
     titles: dict[int, list[Region]] | None = None,
     heading_rules: bool = True,

@@ -125,6 +125,7 @@ def group_blocks(lines: list[Line]) -> list[Block]:
             usual = leading.get(round(prev.fsize))
             new_block = (
                 starts_list
+                or line.picture != prev.picture  # a picture's text is a block of its own
                 or not _continues(prev, line)
                 or gap > max(0.9 * height, (usual or 0.0) + 0.5 * height)
                 or gap < -0.5 * line.height  # moved up: a new column or region

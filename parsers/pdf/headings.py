@@ -92,13 +92,41 @@ def _norm(text: str) -> str:
     return re.sub(r"\W+", " ", text).strip().lower()
 
 
-def read_outline(path: Path) -> list[tuple[int, str]]:
-    """(level, title) of the PDF's outline (bookmarks); empty when it has none."""
+@dataclass(frozen=True, slots=True)
+class OutlineEntry:
+    """One bookmark: its level (0 = top), title and, when it says, where it points (the
+    page, numbered from 1, and its view's top in points from the page's top)."""
+
+    level: int
+    title: str
+    page_no: int | None = None
+    top: float | None = None
+
+
+# Views whose position holds the top: XYZ (left, top, zoom), FitH and FitBH (top).
+_VIEW_TOP = {1: 1, 3: 0, 7: 0}
+
+
+def read_outline(path: Path, first_page: int = 1) -> list[OutlineEntry]:
+    """The PDF's outline (bookmarks); empty when it has none. ``first_page``: the page
+    numbered 1 in the result (a page range parsed as a PDF of its own)."""
+    entries: list[OutlineEntry] = []
     with open_pdf(path) as pdf:
         try:
-            return [(b.level, b.get_title() or "") for b in pdf.get_toc(max_depth=6)]
+            for b in pdf.get_toc(max_depth=6):
+                page_no = top = None
+                dest = b.get_dest()
+                index = dest.get_index() if dest is not None else None
+                if index is not None and index >= 0:
+                    page_no = index + 2 - first_page
+                    mode, pos = dest.get_view()
+                    k = _VIEW_TOP.get(mode)
+                    if k is not None and k < len(pos) and pos[k]:
+                        top = pdf.get_page_size(index)[1] - float(pos[k])
+                entries.append(OutlineEntry(b.level, b.get_title() or "", page_no, top))
         except Exception:  # a broken outline is not a broken document
             return []
+    return entries
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +168,7 @@ class RangeHeadings:
     from which the pool numbers every range's headings as one document's.
     """
 
-    outline: list[tuple[int, str]] = field(default_factory=list)
+    outline: list[OutlineEntry] = field(default_factory=list)
     body: BodyStyle | None = None
     marks: list[HeadingMark] = field(default_factory=list)
 
@@ -148,7 +176,7 @@ class RangeHeadings:
         """Plain data for the pipe between the pool and its parser child."""
         body = self.body
         return {
-            "outline": [list(entry) for entry in self.outline],
+            "outline": [[e.level, e.title, e.page_no, e.top] for e in self.outline],
             "body": [body.size, body.bold, body.face] if body else None,
             "marks": [[m.size, m.bold, m.outline_level] for m in self.marks],
         }
@@ -157,7 +185,7 @@ class RangeHeadings:
     def from_dict(cls, data: Mapping[str, Any]) -> RangeHeadings:
         body = data.get("body")
         return cls(
-            outline=[(int(level), str(title)) for level, title in data.get("outline") or ()],
+            outline=[OutlineEntry(*entry) for entry in data.get("outline") or ()],
             body=BodyStyle(float(body[0]), bool(body[1]), str(body[2])) if body else None,
             marks=[
                 HeadingMark(float(size), bool(bold), None if level is None else int(level))
@@ -225,16 +253,18 @@ def mark_levels(marks: Sequence[HeadingMark]) -> list[int]:
 
 
 def _body_style(blocks: Sequence[Block]) -> BodyStyle:
-    """The style that carries the most characters: the running text."""
+    """The style that carries the most characters: the running text (not the text OCR
+    read in pictures, where there is other)."""
+    every = [ln for b in blocks for ln in b.lines]
+    lines = [ln for ln in every if not ln.picture] or every
     by_size: dict[float, int] = {}
-    for b in blocks:
-        for ln in b.lines:
-            key = round(ln.fsize, 0)
-            by_size[key] = by_size.get(key, 0) + len(ln.text)
+    for ln in lines:
+        key = round(ln.fsize, 0)
+        by_size[key] = by_size.get(key, 0) + len(ln.text)
     if not by_size:
         return BodyStyle(10.0, False, "")
     body_key = max(by_size.items(), key=lambda kv: kv[1])[0]
-    body_lines = [ln for b in blocks for ln in b.lines if round(ln.fsize, 0) == body_key]
+    body_lines = [ln for ln in lines if round(ln.fsize, 0) == body_key]
     size = statistics.median(ln.fsize for ln in body_lines)
     bold_chars = sum(len(ln.text) * ln.bold for ln in body_lines)
     faces: dict[str, int] = {}
@@ -278,11 +308,56 @@ def _title_key(text: str) -> str:
     return _norm(_SECTION_NUMBER.sub("", text.strip(), count=1))
 
 
-def _outline_level(text: str, outline_levels: dict[str, int]) -> int | None:
+def _outline_key(text: str, outline_levels: dict[str, int]) -> str | None:
     for key in (_norm(text), _title_key(text)):
         if key and key in outline_levels:
-            return outline_levels[key]
+            return key
     return None
+
+
+def _outline_level(text: str, outline_levels: dict[str, int]) -> int | None:
+    key = _outline_key(text, outline_levels)
+    return None if key is None else outline_levels[key]
+
+
+def _at_destinations(
+    hits: dict[int, tuple[str, Block]], outline: Sequence[OutlineEntry]
+) -> set[int]:
+    """The blocks (by id) that are the outline's headings, of ``hits`` (block id -> the
+    outline key it spells, and the block). A title the outline names once but the pages
+    spell more often (in a contents list above the chapter, in a cross-reference) is
+    the heading where its bookmark points: the block on its page (or the next: some
+    writers point at the end of the page before), nearest its view's top; the others
+    are references to it. Where a bookmark does not say where it points, every block
+    that spells it stays."""
+    places: dict[str, list[OutlineEntry]] = {}
+    for entry in outline:
+        for key in {_norm(entry.title), _title_key(entry.title)} - {""}:
+            places.setdefault(key, []).append(entry)
+    by_key: dict[str, list[Block]] = {}
+    for key, block in hits.values():
+        by_key.setdefault(key, []).append(block)
+    chosen: set[int] = set()
+    for key, found in by_key.items():
+        entries = places.get(key, [])
+        if any(e.page_no is None for e in entries):
+            chosen |= {id(b) for b in found}
+            continue
+        left = list(found)
+        for entry in entries:
+            near = [b for b in left if 0 <= b.lines[0].page_no - (entry.page_no or 0) <= 1]
+            if not near:
+                continue
+            top = entry.top
+
+            def distance(b: Block, e: OutlineEntry = entry, top: float | None = top) -> tuple:
+                line = b.lines[0]
+                return (line.page_no - (e.page_no or 0), abs(line.top - top) if top else 0.0)
+
+            best = min(near, key=distance)
+            chosen.add(id(best))
+            left.remove(best)
+    return chosen
 
 
 def _split_outline_titles(blocks: list[Block], outline_levels: dict[str, int]) -> list[Block]:
@@ -335,7 +410,7 @@ def _split_at_titles(blocks: list[Block], titles: dict[int, list[Region]]) -> li
 
 def classify_headings(
     blocks: list[Block],
-    outline: list[tuple[int, str]],
+    outline: Sequence[OutlineEntry],
     titles: dict[int, list[Region]] | None = None,
     rules: bool = True,
     context: RangeHeadings | None = None,
@@ -349,10 +424,10 @@ def classify_headings(
     style is added to its ``marks``.
     """
     outline_levels: dict[str, int] = {}
-    for level, title in outline:
-        for key in (_norm(title), _title_key(title)):
+    for entry in outline:
+        for key in (_norm(entry.title), _title_key(entry.title)):
             if key:
-                outline_levels.setdefault(key, level)
+                outline_levels.setdefault(key, entry.level)
     if outline_levels:
         blocks[:] = _split_outline_titles(blocks, outline_levels)
     if titles:
@@ -380,20 +455,26 @@ def classify_headings(
     def style(b: Block) -> Style:
         return (round(b.height, 0), b.bold)
 
+    hits: dict[int, tuple[str, Block]] = {}
+    for block in text_blocks:
+        spelled = _outline_key(block.text, outline_levels)
+        # The outline names a chapter once; a running head that spells its title on
+        # every page of it ("CHAPTER II. THE POOL OF TEARS") is still furniture.
+        if spelled is not None and not all(id(ln) in furniture for ln in block.lines):
+            hits[id(block)] = (spelled, block)
+    at_destinations = _at_destinations(hits, outline) if hits else set()
+
     candidates: list[Block] = []
     outline_style: dict[Style, int] = {}
     for block in text_blocks:
         text = block.text
-        found = _outline_level(text, outline_levels)
-        if found is not None and all(id(ln) in furniture for ln in block.lines):
-            # The outline names a chapter once; a running head that spells its title
-            # on every page of it ("CHAPTER II. THE POOL OF TEARS") is still furniture.
-            found = None
-        if found is not None:
+        if id(block) in at_destinations:
             block.kind = "heading"
-            block.level = found + 1
+            block.level = outline_levels[hits[id(block)][0]] + 1
             outline_style.setdefault(style(block), block.level)
             continue
+        if id(block) in hits:
+            continue  # spells a title away from where its bookmark points: a contents entry
         if (
             titles
             and _in_title(block, titles)
@@ -454,15 +535,42 @@ def _drop_repeats(
     return keep
 
 
+_MARKS = r"[\s\d*⇑†‡§¶,]+$"
+_MARK = re.compile(r"[\d*⇑†‡§¶]")
+
+
+def _names(text: str) -> list[tuple[str, str]] | None:
+    """(name, its trailing marks) of a list of people's names ("Jack Cushman 1, Matthew
+    Dahl 2, and Michael Lissner 3"); None when a part is not a name."""
+    named = []
+    for part in re.split(r",|&|\band\b", text):
+        name = re.sub(_MARKS, "", part).strip()
+        if name:
+            named.append((name, part.strip()[len(name) :]))
+        elif named:  # "Luis M. B. Varona 1, 2, 3": the next marks of the same name
+            named[-1] = (named[-1][0], named[-1][1] + part)
+    if not named or not all(
+        _PERSON.match(p) and p.split()[0].lower() not in _PARTS for p, _ in named
+    ):
+        return None
+    return named
+
+
 def _is_byline(text: str) -> bool:
     """Names with initials, in a list: "H. Ashuri, A. Hassani", "M. Walley and I. Bjarnason *"."""
-    parts = [re.sub(r"[\s\d*⇑†‡§¶,]+$", "", p).strip() for p in re.split(r",|&|\band\b", text)]
-    parts = [p for p in parts if p]
-    return (
-        len(parts) >= 2
-        and all(_PERSON.match(p) and p.split()[0].lower() not in _PARTS for p in parts)
-        and any(_INITIAL.search(p) for p in parts)
-    )
+    named = _names(text) or []
+    return len(named) >= 2 and any(_INITIAL.search(p) for p, _ in named)
+
+
+def _byline_over_affiliations(text: str, after: str) -> bool:
+    """Names that each carry a mark ("Alexander Power 1"), over a line that the first of
+    those marks opens ("1 Department of Computer Science, ..."): the authors over their
+    affiliations."""
+    named = _names(text)
+    if not named or not all(_MARK.search(marks) for _, marks in named):
+        return False
+    opener = re.match(r"[\d*⇑†‡§¶]+", after.strip())
+    return opener is not None and opener.group() in set(_MARK.findall(named[0][1]))
 
 
 def _reads_as_text(text: str) -> bool:
@@ -693,6 +801,8 @@ def _is_heading(
 ) -> bool:
     if not any(c.isalpha() for c in text) or text.rstrip().endswith(_SENTENCE_END):
         return False
+    if block.lines[0].picture:
+        return False  # text OCR read in a screenshot or a photo on the page
     if block.lines[0].bullet or BULLET_START.match(text):
         return False  # "• Tensile strength": a list item, however it is set
     if text.rstrip().endswith((":", "\uff1a")):
@@ -754,19 +864,25 @@ def _is_heading(
     page_lines = [ln for ln in by_page.get(first.page_no, []) if id(ln) not in mine]
     # A heading introduces text below it. A styled line with nothing under it,
     # set off by several blank lines from the text above, is a page footer.
-    if not any(ln.top >= last.bottom - 0.5 for ln in page_lines):
+    # The one line on its page, set large, is a divider or a title page's title.
+    if page_lines and not any(ln.top >= last.bottom - 0.5 for ln in page_lines):
         above = [ln.bottom for ln in page_lines if ln.bottom <= first.top + 0.5]
         if not above or first.top - max(above) > 3 * first.height:
             return False
+    if not page_lines and not larger:
+        return False
     # A heading introduces text. What comes next on its page without a letter in it
     # ("0", "122", "(1)") is a chart's tick values or an equation's number: the line
     # is an axis title or a formula.
     nxt_i = position[id(block)] + 1
     if nxt_i < len(blocks):
         nb = blocks[nxt_i]
+        if _byline_over_affiliations(stripped, nb.text):
+            return False
         if (
             nb.kind != "table"
             and nb.lines[0].page_no == last.page_no
+            and not nb.lines[0].picture  # a screenshot's clock under a slide's title
             and not any(c.isalpha() for c in nb.text)
         ):
             return False

@@ -71,24 +71,31 @@ def parse_offline(path: Path, settings: ParseSettings, headings: str = "rules") 
             ocr_lines, ocr_warnings, ocr_failed, turned = ocr_pdf_pages(path, scanned, settings)
             warnings += ocr_warnings
             missing = sorted(set(ocr_failed))
-            ocr_chars: dict[int, int] = {}
-            for line in ocr_lines:
-                ocr_chars[line.page_no] = ocr_chars.get(line.page_no, 0) + len(line.text.strip())
-            # OCR replaces a page's text layer only when it read at least as much: a
-            # page with a few real words ("Hello World") keeps them when OCR finds less.
-            kept = {
-                p for p in set(scanned) - set(ocr_failed) if chars.get(p, 0) > ocr_chars.get(p, 0)
+            # A fallback never replaces text already extracted: a page with a few real
+            # words ("Hello World", a slide's title over a screenshot) keeps its text
+            # layer, and OCR adds only what it read elsewhere on the page (the text of
+            # its pictures). A page without a usable text layer is OCR's alone.
+            thin = {
+                p
+                for p in set(scanned) - set(ocr_failed) - set(turned)
+                if chars.get(p, 0) and _reads_as_words(lines, p)
             }
+            ocr_lines, added = _pictures_only(ocr_lines, lines, thin)
             warnings += [
-                ParseWarning("ocr", "OCR read less than the text layer; text layer kept", p)
-                for p in sorted(kept)
+                ParseWarning(
+                    "ocr",
+                    f"thin text layer kept; OCR added {added[p]} lines from its pictures"
+                    if added.get(p)
+                    else "OCR read no more than the text layer; text layer kept",
+                    p,
+                )
+                for p in sorted(thin)
             ]
-            ocr_lines = [ln for ln in ocr_lines if ln.page_no not in kept]
-            scanned = [p for p in scanned if p not in kept]
+            scanned = [p for p in scanned if p not in thin]
             redone = set(scanned) - set(ocr_failed)
             lines = [ln for ln in lines if ln.page_no not in redone] + ocr_lines
             lines.sort(key=lambda ln: ln.page_no)  # stable: keeps order inside a page
-            if redone:
+            if redone or any(added.values()):
                 parser = "pdf-offline+ocr"
             recovered = [p for p in failed if p in redone and p not in sizes]
             if recovered:
@@ -122,6 +129,42 @@ def parse_offline(path: Path, settings: ParseSettings, headings: str = "rules") 
         partial=content.partial,
         page_count=content.page_count,
     )
+
+
+def _reads_as_words(lines: list[Line], page_no: int) -> bool:
+    """The page's text-layer lines are mostly letters and numbers (real words, not a
+    wrong glyph mapping's symbols, which OCR reads better)."""
+    text = " ".join(ln.text for ln in lines if ln.page_no == page_no)
+    return _letters(text) >= len("".join(text.split())) / 2
+
+
+def _pictures_only(
+    ocr_lines: list[Line], lines: list[Line], thin: set[int]
+) -> tuple[list[Line], dict[int, int]]:
+    """``ocr_lines`` with, on the ``thin`` pages (whose text layer stays), only the lines
+    that overlap none of the text layer's (marked ``picture``); and how many each such
+    page got."""
+    boxes: dict[int, list[Line]] = {}
+    for ln in lines:
+        if ln.page_no in thin:
+            boxes.setdefault(ln.page_no, []).append(ln)
+    out: list[Line] = []
+    added: dict[int, int] = {}
+    for ln in ocr_lines:
+        if ln.page_no not in thin:
+            out.append(ln)
+            continue
+        area = max((ln.right - ln.left) * (ln.bottom - ln.top), 1e-6)
+        if any(
+            max(0.0, min(ln.right, t.right) - max(ln.left, t.left))
+            * max(0.0, min(ln.bottom, t.bottom) - max(ln.top, t.top))
+            >= 0.3 * min(area, max((t.right - t.left) * (t.bottom - t.top), 1e-6))
+            for t in boxes.get(ln.page_no, ())
+        ):
+            continue  # the text layer's own words, read again
+        out.append(replace(ln, picture=True))
+        added[ln.page_no] = added.get(ln.page_no, 0) + 1
+    return out, added
 
 
 _LETTER = re.compile(r"[^\W\d_]")

@@ -38,6 +38,9 @@ class Line:
     bold: float = 0.0  # share of its letters set in a bold face
     font: str = ""  # the face most of its letters are set in
     bullet: bool = False  # starts with a lone glyph from a symbol font (a drawn bullet)
+    # Read by OCR from a picture on a page that has a text layer (a screenshot on a
+    # slide): the picture's own text, never a heading or the body's style.
+    picture: bool = False
 
     @property
     def height(self) -> float:

@@ -95,6 +95,23 @@ class Page:
         c.FPDFPath_SetDrawMode(obj, c.FPDF_FILLMODE_WINDING, 0)
         c.FPDFPage_InsertObject(self.page.raw, obj)
 
+    def picture(self, lines: list[str], x: float, y: float, width: float, height: float) -> None:
+        """A picture (a screenshot: black words on white, drawn at 4x) at ``x``, ``y``
+        sized ``width`` x ``height`` pt; its words are pixels, not text."""
+        import pypdfium2 as pdfium
+        from PIL import Image, ImageDraw, ImageFont
+
+        image = Image.new("RGB", (int(width * 4), int(height * 4)), "white")
+        draw = ImageDraw.Draw(image)
+        font = ImageFont.load_default(size=int(min(64, image.height / (2 * len(lines)))))
+        step = image.height / len(lines)
+        for i, text in enumerate(lines):
+            draw.text((24, i * step + step / 4), text, fill="black", font=font)
+        obj = pdfium.PdfImage.new(self.pdf)
+        obj.set_bitmap(pdfium.PdfBitmap.from_pil(image))
+        obj.set_matrix(pdfium.PdfMatrix().scale(width, height).translate(x, PAGE_H - y - height))
+        self.page.insert_obj(obj)
+
 
 def make_pdf(path: Path, *pages: Callable[[Page], None]) -> Path:
     import pypdfium2 as pdfium

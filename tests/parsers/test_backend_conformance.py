@@ -96,7 +96,9 @@ _BEFORE = {
 # shares its row in the next text column: PDF format version 5); it was "279df43ddaf72576".
 # Moved again by issue #32 (diagram labels, page numbers, formulas, bold lines of a paragraph
 # and numbered list items are not headings: PDF format version 6); it was "2abe98a9b393f99f".
-_BEFORE_PDF_OFFLINE_NO_OCR = "7407bcc6859fd17d"
+# Moved again by issue #32 (outline titles where their bookmarks point, a thin text layer
+# kept beside OCR of its pictures: PDF format version 7); it was "7407bcc6859fd17d".
+_BEFORE_PDF_OFFLINE_NO_OCR = "7e7ef928cd1dde5a"
 # Moved on purpose by issue #32 (the text a viewer shows: Word headers, footers, notes and
 # altChunk parts; PowerPoint layout/master shapes, SmartArt and speaker notes): docx, doc
 # and rtf are format version 3, pptx and ppt version 2. They were docx "2797dd42a8191db4",

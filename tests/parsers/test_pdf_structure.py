@@ -19,6 +19,7 @@ from parsers.pdf.assemble import lines_to_document
 from parsers.pdf.blocks import Block
 from parsers.pdf.offline import parse_offline
 from parsers.pdf.primitives import Line, Word, fold_radicals, is_bold_face
+from parsers.registry import stored_markdown
 from tests.helpers.pdfdraw import Page, add_outline, make_pdf
 
 
@@ -455,6 +456,78 @@ def test_running_heads_stay_text_when_the_outline_names_their_chapter(tmp_path: 
     add_outline(path, [(0, "The Pool of Tears", 1), (0, "A Caucus-Race", 5)])
     md = parse_offline(path, ParseSettings()).doc.export_to_markdown()
     assert _headings(md) == ["The Pool of Tears"], md
+
+
+def test_a_contents_list_stays_text_where_the_outline_points_elsewhere(tmp_path: Path) -> None:
+    """A contents list spells every title the outline names, in the same face as the
+    titles; the bookmarks point at the chapters' pages, so the headings are there and
+    the list's entries stay text (Typora and Chrome print a linked contents list)."""
+
+    def contents(p: Page) -> None:
+        p.text("Pump manual", 72, 80, "Helvetica-Bold", 20)
+        p.paragraph(MANUAL, 110)
+        p.text("Contents", 72, 170, "Helvetica-Bold", 14)
+        for k, entry in enumerate(("1. Pumps", "2. Valves")):
+            p.text(entry, 90, 192 + 14 * k, "Helvetica-Bold", 10)
+
+    def chapter(title: str) -> Callable[[Page], None]:
+        def draw(p: Page) -> None:
+            p.text(title, 72, 80, "Helvetica-Bold", 14)
+            p.paragraph(MANUAL * 3, 104)
+
+        return draw
+
+    path = make_pdf(tmp_path / "toc.pdf", contents, chapter("1. Pumps"), chapter("2. Valves"))
+    add_outline(path, [(0, "Pump manual", 1), (1, "1. Pumps", 2), (1, "2. Valves", 3)])
+    doc = parse_offline(path, ParseSettings()).doc
+    heads = [
+        (item.text, item.prov[0].page_no) for item in doc.texts if item.label == "section_header"
+    ]
+    assert ("1. Pumps", 2) in heads and ("2. Valves", 3) in heads, heads
+    assert not [h for h in heads if h[1] == 1 and h[0] in ("1. Pumps", "2. Valves")], heads
+    assert "1. Pumps" in doc.export_to_markdown().split("Contents")[1].split("## 1. Pumps")[0]
+
+
+def test_text_ocr_reads_in_a_slides_picture_is_never_a_heading(tmp_path: Path) -> None:
+    """A slide with a short title over a screenshot has too few characters in its text
+    layer, so it is OCR'd: the title keeps its text layer's size (a heading), and the
+    screenshot's words, which OCR reads at the sizes they are drawn, are the picture's
+    text, never headings. A slide that holds only a large title is a divider: a heading."""
+
+    def first(p: Page) -> None:
+        p.text("Paying with a phone", 72, 90, "Helvetica-Bold", 22)
+        p.paragraph(MANUAL, 130)
+
+    def screens(p: Page) -> None:
+        p.text("Wallet screens", 72, 90, "Helvetica-Bold", 22)
+        p.picture(["Send to", "Cancel payment", "Balance 0.08 ETH"], 72, 130, 300, 200)
+
+    def divider(p: Page) -> None:
+        p.text("Appendix", 72, 300, "Helvetica-Bold", 22)
+
+    result = parse_offline(
+        make_pdf(tmp_path / "deck.pdf", first, screens, divider), ParseSettings()
+    )
+    md = stored_markdown(result.doc)
+    assert _headings(md) == ["Paying with a phone", "Wallet screens", "Appendix"], md
+    assert "Cancel payment" in md and "Balance" in md  # read, as text
+    assert result.parser == "pdf-offline+ocr"
+    assert any("OCR added" in w.message and w.page == 2 for w in result.warnings)
+
+
+def test_authors_over_their_affiliations_are_not_a_heading(tmp_path: Path) -> None:
+    """A paper's byline, each name carrying its affiliation's number, is set bold over
+    the affiliations that the same numbers open: the authors, not a section."""
+
+    def page(p: Page) -> None:
+        p.text("A fault-tolerant event engine", 72, 70, "Helvetica-Bold", 18)
+        p.text("Alexander Power 1, Jane Doe 2", 72, 100, "Helvetica-Bold", 12)
+        p.text("1 Department of Computer Science, University of Bath", 72, 118, "Helvetica", 8)
+        p.text("Summary", 72, 150, "Helvetica-Bold", 13)
+        p.paragraph(MANUAL * 3, 170)
+
+    md = parse_offline(make_pdf(tmp_path / "paper.pdf", page), ParseSettings()).doc
+    assert _headings(md.export_to_markdown()) == ["A fault-tolerant event engine", "Summary"]
 
 
 def not_headings_page(p: Page) -> None:
