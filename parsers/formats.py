@@ -165,7 +165,9 @@ FORMATS: tuple[FormatSpec, ...] = (
         # 7: a title the outline names is the heading where its bookmark points, not in
         #    a contents list; a page with a thin text layer keeps it and OCR adds only
         #    its pictures' text, never headings; a page's one large line is a heading
-        #    (a divider slide); authors over their affiliations are not (issue #32).
+        #    (a divider slide); authors over their affiliations, captions numbered
+        #    without a colon ("图2 ..."), and lines at body size with a clause break
+        #    ("，") or a web address in them are not (issue #32).
         version="7",
         binary=True,
     ),

@@ -59,7 +59,7 @@ _SENTENCE_END = (".", ",", ";", "。", "，", "；", "、")
 _CLAUSE_END = (*_SENTENCE_END, ":", "：", "!", "?", "！", "？", "…", ")", "）", "”", '"')
 # A caption with its text on the same line ("Figure 1: A cute duckling", "表 2：结果").
 _CAPTION_TEXT = re.compile(
-    rf"^(?:{_CAPTION_WORDS})\s*[\dIVXivx]+(?:[.-]\d+)*\s*[.:：]\s*\S", re.IGNORECASE
+    rf"^(?:{_CAPTION_WORDS})\s*[\dIVXivx]+(?:[.-]\d+)*(?:\s*[.:：]|\s)\s*\S", re.IGNORECASE
 )
 # A relation sign between spaces: a display formula ("rid(t + 1) = min{...}").
 _RELATION = re.compile(r"\s[=≠≤≥≈]\s")
@@ -830,6 +830,8 @@ def _is_heading(
     larger = block.height >= body.size * 1.15 + 0.5
     if ratio < 0.9 and not _small_heading(block, body, blocks, position):
         return False  # smaller than the text: a label in a figure or a sidebar
+    if not larger and ("，" in text or "；" in text or "://" in text):
+        return False  # a clause break or a web address in a line at body size: a sentence
     if not larger and all(is_mono_face(ln.font) for ln in block.lines):
         return False  # "public:", "else" set bold in a listing: code, not a heading
     # Strong cues set a heading apart from the running text on their own: a

@@ -1037,6 +1037,34 @@ def test_a_formula_set_in_a_math_face_is_not_a_heading() -> None:
     assert heads == ["Results"], heads
 
 
+def test_bold_sentences_at_body_size_are_not_headings() -> None:
+    """A bold line at the body's size is a heading when it is a phrase; one with a
+    clause break ("，") or a web address in it is an emphasised sentence, and a Chinese
+    caption ("图2 ...", number and text without a colon) is a caption."""
+    from docling_core.types.doc import SectionHeaderItem
+
+    def bold(text: str, top: float) -> Line:
+        return Line(1, text, 72, top, 400, top + 10, 10.0, 1.0, "SimHei-Bold")
+
+    def body(top: int) -> list[Line]:
+        return _column(
+            "第{k}行正文，说明服务器的设置与使用方法，字号为十磅。",
+            range(top, top + 36, 12),
+            10.0,
+            "SimSun",
+        )
+
+    lines = [
+        bold("训练方法", 60), *body(76),
+        bold("此处提到的指令仅为本服务器包含的，在其它服务器可能失效", 130), *body(146),
+        bold("项目仓库地址：https://github.com/example/report", 200), *body(216),
+        bold("图2 LoRA模型的回答：结构更完整", 270), *body(286),
+    ]  # fmt: skip
+    doc = lines_to_document(lines, {1: (612.0, 792.0)}, "zh", [])
+    heads = [t.text for t in doc.texts if isinstance(t, SectionHeaderItem)]
+    assert heads == ["训练方法"], heads
+
+
 def test_a_heading_repeated_on_the_next_page_is_one_heading(tmp_path: Path) -> None:
     """A slide's or a page's title repeated above its continuation, with nothing titled
     between, continues the section: one heading."""
@@ -1065,6 +1093,8 @@ def test_lines_that_read_as_text() -> None:
         "表 2：测试结果",  # a caption with its text
         "M. Walley and I. Bjarnason *",
         "rid(t + 1) = min{rid(t), n}",
+        "图2 LoRA模型校园卡回答",  # a Chinese caption: number, a space, its text
+        "Figure 3 Pressure over time",
     ):
         assert _reads_as_text(line), line
     for line in (
