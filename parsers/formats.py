@@ -167,7 +167,9 @@ FORMATS: tuple[FormatSpec, ...] = (
         #    its pictures' text, never headings; a page's one large line is a heading
         #    (a divider slide); authors over their affiliations, captions numbered
         #    without a colon ("图2 ..."), and lines at body size with a clause break
-        #    ("，") or a web address in them are not (issue #32).
+        #    ("，") or a web address in them are not; where the outline lists the
+        #    headings, neither is a bold line at the body's size in none of the
+        #    outline headings' styles (issue #32).
         version="7",
         binary=True,
     ),

@@ -488,6 +488,14 @@ def classify_headings(
             candidates.append(block)
 
     candidates = _drop_repeats(blocks, candidates, style, furniture)
+    if len(outline) >= 3 and len(at_destinations) >= 2:
+        # The outline lists the document's headings, and its titles show their styles.
+        # A line at the body's size set apart only by weight, in none of those styles,
+        # is emphasis the outline left out ("**Training**" on a line of its own, a
+        # template's "License" label), not a section.
+        candidates = [
+            b for b in candidates if style(b) in outline_style or b.height >= body.size * 1.15 + 0.5
+        ]
     level_of = heading_levels((style(b) for b in candidates), outline_style)
     for block in candidates:
         block.kind = "heading"

@@ -488,6 +488,33 @@ def test_a_contents_list_stays_text_where_the_outline_points_elsewhere(tmp_path:
     assert "1. Pumps" in doc.export_to_markdown().split("Contents")[1].split("## 1. Pumps")[0]
 
 
+def test_bold_lines_the_outline_leaves_out_are_emphasis(tmp_path: Path) -> None:
+    """Where the outline lists the headings, a bold line at the body's size in none of
+    their styles is emphasis (a report's "**Training**" line, a template's "License"
+    label); without an outline the same line is a side heading."""
+
+    def chapter(title: str, label: str, k: int) -> Callable[[Page], None]:
+        def draw(p: Page) -> None:
+            p.text(title, 72, 80, "Helvetica-Bold", 14)
+            y = p.paragraph(MANUAL * k, 104) + 14
+            p.text(label, 72, y, "Times-Bold", 10)
+            p.paragraph(MANUAL * 2, y + 14)
+
+        return draw
+
+    titles, labels = ("1. Pumps", "2. Valves", "3. Seals"), ("Training", "Spares", "Records")
+    pages = [
+        chapter(t, label, k + 1) for k, (t, label) in enumerate(zip(titles, labels, strict=True))
+    ]
+    plain = make_pdf(tmp_path / "plain.pdf", *pages)
+    md = parse_offline(plain, ParseSettings()).doc.export_to_markdown()
+    assert _headings(md) == ["1. Pumps", "Training", "2. Valves", "Spares", "3. Seals", "Records"]
+    outlined = add_outline(plain, [(0, t, k + 1) for k, t in enumerate(titles)])
+    md = parse_offline(outlined, ParseSettings()).doc.export_to_markdown()
+    assert _headings(md) == list(titles), md
+    assert all(label in md for label in labels)  # kept, as text
+
+
 def test_text_ocr_reads_in_a_slides_picture_is_never_a_heading(tmp_path: Path) -> None:
     """A slide with a short title over a screenshot has too few characters in its text
     layer, so it is OCR'd: the title keeps its text layer's size (a heading), and the
