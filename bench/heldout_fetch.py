@@ -12,6 +12,7 @@ Layout written (``ROOT`` is ``/tmp`` unless ``--root`` says otherwise)::
     set 3: ROOT/heldout3/NAME.pdf      ROOT/heldout3/groundtruth/NAME.md
     set 4: ROOT/heldout4/NAME.pdf      ROOT/heldout4/groundtruth/NAME.md
     set 5: ROOT/heldout5/NAME.pdf      ROOT/heldout5/groundtruth/NAME.md
+    set 6: ROOT/heldout6/NAME.pdf      ROOT/heldout6/groundtruth/NAME.md
 
 Every file is the blob ``COMMIT:PATH`` unchanged, except the three ``dleval_*``
 ground truths of set 3: those are
@@ -27,8 +28,8 @@ Usage::
     python bench/heldout_fetch.py --sets 2 3 --root /tmp/check
 
 ``--mirrors DIR`` takes a folder of git directories named ``owner+name``,
-``owner+name.git`` or ``owner+name/repo`` (the layout of the ``fetch`` snapshots
-in ``/work/.mirror``). Without it, each repository is cloned once with
+``owner+name.git``, ``owner+name/repo`` or ``owner+name/repo/.git`` (the layouts of the
+``fetch`` snapshots in ``/work/.mirror``). Without it, each repository is cloned once with
 ``git clone --bare --filter=blob:none`` into ``--cache`` (default
 ``~/.cache/corpusflow/heldout-repos``); blobs are then fetched on demand.
 
@@ -474,9 +475,161 @@ PAIRS: tuple[Pair, ...] = (
         "README.pdf",
         "README.md",
     ),
+    # set 6: source Markdown + the PDF built from it, committed side by side (new repositories)
+    Pair(
+        6,
+        "joss_pycfrl",
+        "JianhanZhang/PyCFRL",
+        "41deaf4c34b747aa960749cb72d1bcc268ccc7ee",
+        "JOSS/paper.pdf",
+        "JOSS/paper.md",
+    ),
+    Pair(
+        6,
+        "joss_pprof",
+        "UM-KevinHe/pprof",
+        "03d9191e28972a26097ec912fafaeec72ec281c4",
+        "JOSS/paper.pdf",
+        "JOSS/paper.md",
+    ),
+    Pair(
+        6,
+        "joss_w2w",
+        "matthiasdemuzere/w2w",
+        "22af8b54f7b2339ab04c74eaf6d018daddf34b95",
+        "JOSS/paper.pdf",
+        "JOSS/paper.md",
+    ),
+    Pair(
+        6,
+        "pandoc_horoscope_user_manual",
+        "BlacMeW/horoscope_cli",
+        "cc0ac29822342ce9ac7654fe18d984aba3e91924",
+        "USER_MANUAL.pdf",
+        "USER_MANUAL.md",
+    ),
+    Pair(
+        6,
+        "pandoc_rtp_summer_report",
+        "clarkfitzg/rtp",
+        "7a05c9b5752bf603285d8c6a57429617e77fb73a",
+        "2020-08-13-summer-report.pdf",
+        "2020-08-13-summer-report.md",
+    ),
+    Pair(
+        6,
+        "slides_beamer_talkmd",
+        "BJCaasenbrood/TalkMd",
+        "37d87fe63287c298c5a4a1af0f945227479373d0",
+        "talk.pdf",
+        "talk.md",
+    ),
+    Pair(
+        6,
+        "slides_marp_vue_practices",
+        "AT-CE-VueJS/Talk---GoodPractices-Vue",
+        "8c1f841b9b2b205b1096bd09ce8c451ac045147d",
+        "talk.pdf",
+        "talk.md",
+    ),
+    Pair(
+        6,
+        "slides_marp_git_lesson",
+        "LiviaLelis/git-lesson-fog",
+        "f74b0498e579e8c27671688bb40f044218031e4d",
+        "deck.pdf",
+        "deck.md",
+    ),
+    Pair(
+        6,
+        "chrome_flask_todo_writeup",
+        "ACHolmes/flask-todo",
+        "8f021cc31166f27b7e65a2f24f298892cbd7cdb1",
+        "writeup.pdf",
+        "writeup.md",
+    ),
+    Pair(
+        6,
+        "chrome_cs418_syllabus",
+        "Allsx246/cs418518-s26",
+        "5c645c77824b2a684f7a9804aa579fb6627d4745",
+        "syllabus.pdf",
+        "syllabus.md",
+    ),
+    Pair(
+        6,
+        "es_chrome_uapa_manual",
+        "100066613/proyecto-grupo1-uapa",
+        "974eca82718daae51f2dd5fec48f4029be741984",
+        "MANUAL.pdf",
+        "MANUAL.md",
+    ),
+    Pair(
+        6,
+        "libreoffice_flicker_protocol",
+        "ahagelberg/optical-flicker-generator",
+        "a9b5663771459d91a8c429ed57f3fe28c45635f9",
+        "PROTOCOL.pdf",
+        "firmware/PROTOCOL.md",
+    ),
+    Pair(
+        6,
+        "zh_cg_project_report",
+        "EscoffierZhou/Computer_Grphics",
+        "a9d44c850ee798146913c1dd1527d2fa9c7256b7",
+        "项目报告.pdf",
+        "项目报告.md",
+    ),
+    Pair(
+        6,
+        "zh_stock_analysis_report",
+        "Carl-Li-zx/DM-Project_Stocks-Time-Series-Analysis-",
+        "76822c8232022b2a0b29d03568e6362a672dbf27",
+        "项目报告.pdf",
+        "项目报告.md",
+    ),
+    Pair(
+        6,
+        "zh_weasyprint_family_event_report",
+        "PeterWang723/summer_family_event",
+        "5cfad66e1489a3ac39ba85785d87280de020869e",
+        "项目报告.pdf",
+        "项目报告.md",
+    ),
+    Pair(
+        6,
+        "zh_beginnerfull_guide",
+        "Arasik/BeginnerFull",
+        "cdb69da5f3a5e2ab41992edb215f55d1e68b966c",
+        "说明文档.pdf",
+        "说明文档.md",
+    ),
+    Pair(
+        6,
+        "zh_erisc_guide",
+        "BladLust/ERISC",
+        "77cc153abc5c36bc6d686a661b5c09830ff5bd45",
+        "说明文档.pdf",
+        "说明文档.md",
+    ),
+    Pair(
+        6,
+        "zh_webserver_guide",
+        "Appleuiy/Simple-WebServer-Base-On-OpenSSL",
+        "06c2c54da06d01766a85e42b13fc25521616e619",
+        "说明文档.pdf",
+        "说明文档.md",
+    ),
 )
 
-SET_DIRS = {1: "heldout/pdf", 2: "heldout2", 3: "heldout3", 4: "heldout4", 5: "heldout5"}
+SET_DIRS = {
+    1: "heldout/pdf",
+    2: "heldout2",
+    3: "heldout3",
+    4: "heldout4",
+    5: "heldout5",
+    6: "heldout6",
+}
 
 
 class FetchError(Exception):
@@ -513,6 +666,7 @@ class Repos:
         stem = repo.replace("/", "+")
         tried = [
             self.mirrors / stem / "repo",
+            self.mirrors / stem / "repo" / ".git",
             self.mirrors / f"{stem}.git",
             self.mirrors / stem,
             self.mirrors / stem / ".git",
