@@ -490,11 +490,16 @@ def classify_headings(
     candidates = _drop_repeats(blocks, candidates, style, furniture)
     if len(outline) >= 3 and len(at_destinations) >= 2:
         # The outline lists the document's headings, and its titles show their styles.
-        # A line at the body's size set apart only by weight, in none of those styles,
-        # is emphasis the outline left out ("**Training**" on a line of its own, a
-        # template's "License" label), not a section.
+        # An unnumbered line at the body's size, in none of those styles, is emphasis
+        # the outline left out ("**Training**" on a line of its own, a template's
+        # "License" label), not a section; a numbered one ("1.1.1 Vent screws") is a
+        # section deeper than the outline goes.
         candidates = [
-            b for b in candidates if style(b) in outline_style or b.height >= body.size * 1.15 + 0.5
+            b
+            for b in candidates
+            if style(b) in outline_style
+            or b.height >= body.size * 1.15 + 0.5
+            or _SECTION_NUMBER.match(b.text)
         ]
     level_of = heading_levels((style(b) for b in candidates), outline_style)
     for block in candidates:
