@@ -179,7 +179,11 @@ class ParseSettings(_Section):
     ocr: bool = Field(True, description="OCR pages that have no usable text layer.")
     ocr_engine: Literal["rapidocr"] = "rapidocr"
     ocr_min_chars_per_page: int = Field(
-        16, description="A PDF page with fewer extracted characters is treated as scanned."
+        16,
+        description=(
+            "A PDF page with fewer extracted characters is OCR'd: a scan is read by OCR "
+            "alone; a thin text layer of real words stays, and OCR adds its pictures' text."
+        ),
     )
     ocr_scale: float = Field(2.0, description="Render scale (x 72 dpi) for OCR.")
     pdf_pipeline: Literal["auto", "offline", "layout"] = Field(
