@@ -169,7 +169,8 @@ FORMATS: tuple[FormatSpec, ...] = (
         #    without a colon ("图2 ..."), and lines at body size with a clause break
         #    ("，") or a web address in them are not; where the outline lists the
         #    headings, neither is a bold line at the body's size in none of the
-        #    outline headings' styles (issue #32).
+        #    outline headings' styles; a short line a little larger than the body over
+        #    a list or paragraph is a side heading in Chinese too (issue #32).
         version="7",
         binary=True,
     ),

@@ -610,7 +610,7 @@ def _side_heading(
     above (a heading belongs to what follows it)."""
     if not other_face or len(block.lines) != 1 or len(text.split()) > 10:
         return False
-    if not text[:1].isupper():
+    if not (text[:1].isupper() or is_cjk(text[:1])):
         return False
     i = position[id(block)]
     if i + 1 >= len(blocks):
@@ -618,10 +618,11 @@ def _side_heading(
     nxt = blocks[i + 1]
     line, first = block.lines[0], nxt.lines[0]
     if not (
-        nxt.kind == "paragraph"
-        and first.page_no == line.page_no
-        and first.font == body.face
-        and len(nxt.lines) >= 2
+        first.page_no == line.page_no
+        and (
+            (nxt.kind == "paragraph" and first.font == body.face and len(nxt.lines) >= 2)
+            or nxt.kind == "list_item"
+        )
     ):
         return False
     below = first.top - line.bottom
@@ -868,7 +869,10 @@ def _is_heading(
         same_bold = body.bold and block.bold and ratio >= 0.97
         if not (
             (ratio >= 1.05 or other_face or (same_bold and numbered))
-            and (numbered or _side_heading(block, text, other_face, body, blocks, position))
+            and (
+                numbered
+                or _side_heading(block, text, other_face or ratio >= 1.05, body, blocks, position)
+            )
         ):
             return False
     # Short: a heading is a phrase, not a paragraph. Titles set large may wrap twice.

@@ -1092,6 +1092,44 @@ def test_bold_sentences_at_body_size_are_not_headings() -> None:
     assert heads == ["训练方法"], heads
 
 
+def test_a_slightly_larger_line_over_its_text_is_a_side_heading() -> None:
+    """A short line a little larger than the body (an HTML h3 in a browser's print, a
+    Chinese one among them), nearer to the list or paragraph below it than to the text
+    above, is a heading; the same line at the body size is not."""
+    from docling_core.types.doc import SectionHeaderItem
+
+    def lines(size: float) -> list[Line]:
+        para = _column(
+            "第{k}行正文，说明数据的来源与处理方法，字号为十磅。",
+            range(60, 108, 12),
+            10.0,
+            "NotoSansCJK",
+        )
+        head = Line(1, "数据来源", 72, 130, 120, 130 + size, size, 0.0, "NotoSansCJK")
+        items = [
+            Line(
+                1,
+                f"{k}. 数据来源于公开数据集，按日期整理为表格。",
+                90,
+                y,
+                400,
+                y + 10,
+                10.0,
+                0.0,
+                "NotoSansCJK",
+            )
+            for k, y in ((1, 146), (2, 160))
+        ]
+        return [*para, head, *items]
+
+    def heads(size: float) -> list[str]:
+        doc = lines_to_document(lines(size), {1: (612.0, 792.0)}, "zh", [])
+        return [t.text for t in doc.texts if isinstance(t, SectionHeaderItem)]
+
+    assert heads(11.2) == ["数据来源"]
+    assert heads(10.0) == []
+
+
 def test_a_heading_repeated_on_the_next_page_is_one_heading(tmp_path: Path) -> None:
     """A slide's or a page's title repeated above its continuation, with nothing titled
     between, continues the section: one heading."""
