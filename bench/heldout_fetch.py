@@ -13,6 +13,7 @@ Layout written (``ROOT`` is ``/tmp`` unless ``--root`` says otherwise)::
     set 4: ROOT/heldout4/NAME.pdf      ROOT/heldout4/groundtruth/NAME.md
     set 5: ROOT/heldout5/NAME.pdf      ROOT/heldout5/groundtruth/NAME.md
     set 6: ROOT/heldout6/NAME.pdf      ROOT/heldout6/groundtruth/NAME.md
+    set 7: ROOT/heldout7/NAME.pdf      ROOT/heldout7/groundtruth/NAME.md
 
 Every file is the blob ``COMMIT:PATH`` unchanged, except the three ``dleval_*``
 ground truths of set 3: those are
@@ -620,6 +621,111 @@ PAIRS: tuple[Pair, ...] = (
         "说明文档.pdf",
         "说明文档.md",
     ),
+    # set 7: source Markdown + the PDF built from it, committed side by side (new repositories)
+    Pair(
+        7,
+        "chrome_heic_converter_user_guide",
+        "SC-Swiderski-LLC/HEIC-Converter",
+        "397b113191a96507116eedc3dbac8a9302213d17",
+        "USER_GUIDE.pdf",
+        "USER_GUIDE.md",
+    ),
+    Pair(
+        7,
+        "typora_cs305_project_readme",
+        "121116123/cs305-computerNetwork",
+        "3f11e377ac58dd72bbfaf8bddde3d7f9941aac04",
+        "999project/my_project/README.pdf",
+        "999project/my_project/README.md",
+    ),
+    Pair(
+        7,
+        "joss_wrfup",
+        "jacobogabeiraspenas/wrfup",
+        "982da4acac66d92ba6869d3a444c195bc73f3309",
+        "JOSS/paper.pdf",
+        "JOSS/paper.md",
+    ),
+    Pair(
+        7,
+        "joss_fastpca",
+        "ACSoupir/FastPCA",
+        "3a071798d05299b4a0ae2ba5e126795bf6972c5b",
+        "paper/paper.pdf",
+        "paper/paper.md",
+    ),
+    Pair(
+        7,
+        "joss_openquestion",
+        "Alcampopiano/OpenQuestion",
+        "4a19ab796241d2e069cea037d04a328a55a5a7b0",
+        "paper/paper.pdf",
+        "paper/paper.md",
+    ),
+    Pair(
+        7,
+        "pandoc_citypulse_etl_report",
+        "pattersam/citypulse-etl",
+        "1937f844cf63d09e8d5b206e89201ed55d611e25",
+        "docs/report.pdf",
+        "docs/report.md",
+    ),
+    Pair(
+        7,
+        "it_pandoc_db_project_report",
+        "aledinato/Database-Project-SCP4065533",
+        "4737910218f18803d35bb43f160465be660d1315",
+        "report.pdf",
+        "bozza.md",
+    ),
+    Pair(
+        7,
+        "slides_beamer_reason_basic",
+        "jasim/jsfoo-talk-learning-to-learn-reason",
+        "5c4936784f764786d904940c29082f989218b4f5",
+        "basic.pdf",
+        "basic.md",
+    ),
+    Pair(
+        7,
+        "slides_marp_speculative_decoding",
+        "keyboardAnt/faster-inference-seminar-talk-2025",
+        "42387d2ff3a51814e45a5fe1439b1c30e12008db",
+        "talk.pdf",
+        "talk.md",
+    ),
+    Pair(
+        7,
+        "zh_chrome_tasklist_report",
+        "CxLnjucs/TaskListApp",
+        "5c41b12a35f16b9d9d2363240664183e74ea0cd4",
+        "实验报告.pdf",
+        "实验报告.md",
+    ),
+    Pair(
+        7,
+        "zh_typora_bit_ml_report",
+        "ChiZhang-bit/BIT-Machine-Learning",
+        "ee92a70c908ad04c9f9bdbf978f1db27c5ff80d4",
+        "实验报告.pdf",
+        "实验报告.md",
+    ),
+    Pair(
+        7,
+        "zh_typora_software_test_report",
+        "CodingYuanLiu/Software-Test",
+        "9ac3c9c1660312c92fb9e635cbeafd01deca28f2",
+        "测试报告.pdf",
+        "测试报告.md",
+    ),
+    Pair(
+        7,
+        "zh_pandoc_hotel_tech_report",
+        "Leucanthos/All-about-the-Hotel",
+        "e5ee753e1933065254352816289f4aac623adadd",
+        "技术报告.pdf",
+        "技术报告.md",
+    ),
 )
 
 SET_DIRS = {
@@ -629,6 +735,7 @@ SET_DIRS = {
     4: "heldout4",
     5: "heldout5",
     6: "heldout6",
+    7: "heldout7",
 }
 
 
