@@ -170,7 +170,8 @@ FORMATS: tuple[FormatSpec, ...] = (
         #    ("，") or a web address in them are not; where the outline lists the
         #    headings, neither is a bold line at the body's size in none of the
         #    outline headings' styles; a short line a little larger than the body over
-        #    a list or paragraph is a side heading in Chinese too (issue #32).
+        #    a list or paragraph is a side heading in Chinese too; a divider slide's
+        #    title over nothing but the slide's number is a heading (issue #32).
         version="7",
         binary=True,
     ),

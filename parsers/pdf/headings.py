@@ -902,6 +902,10 @@ def _is_heading(
             nb.kind != "table"
             and nb.lines[0].page_no == last.page_no
             and not nb.lines[0].picture  # a screenshot's clock under a slide's title
+            and not (  # the page's number in the margin far below it
+                nb.text.strip() == str(nb.lines[0].page_no)
+                and nb.lines[0].top - last.bottom > 4 * last.height
+            )
             and not any(c.isalpha() for c in nb.text)
         ):
             return False

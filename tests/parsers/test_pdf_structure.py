@@ -1130,6 +1130,37 @@ def test_a_slightly_larger_line_over_its_text_is_a_side_heading() -> None:
     assert heads(10.0) == []
 
 
+def test_a_divider_slide_over_its_page_number_is_a_heading() -> None:
+    """A section divider slide holds its title and, far below it, the slide's number:
+    the number is the page's, not a chart's tick value or an equation's number under
+    the line, so the title is a heading. A number that is not the page's, right under
+    the line, still makes it a label."""
+    from docling_core.types.doc import SectionHeaderItem
+
+    def deck(number: str, gap: float) -> list[Line]:
+        out: list[Line] = []
+        for p in (1, 2, 3):
+            if p == 2:
+                out.append(Line(2, "Installation", 300, 240, 660, 268, 28.0, 0.0, "Lato"))
+                y = 268 + gap
+                out.append(Line(2, number, 900, y, 912, y + 9, 9.0, 0.0, "Lato"))
+                continue
+            out.append(Line(p, f"Part {p} overview", 60, 40, 400, 64, 24.0, 0.0, "Lato"))
+            for k, y in enumerate(range(100, 400, 30)):
+                text = f"Point {k} of slide {p} explains one step of the setup in a sentence"
+                out.append(Line(p, text, 60, y, 800, y + 14, 14.0, 0.0, "Lato"))
+            out.append(Line(p, str(p), 900, 515, 912, 524, 9.0, 0.0, "Lato"))
+        return out
+
+    def heads(number: str, gap: float) -> list[str]:
+        sizes = {p: (960.0, 540.0) for p in (1, 2, 3)}
+        doc = lines_to_document(deck(number, gap), sizes, "en", [])
+        return [t.text for t in doc.texts if isinstance(t, SectionHeaderItem)]
+
+    assert "Installation" in heads("2", 247.0)  # slide 2's number in its corner
+    assert "Installation" not in heads("17", 6.0)  # a value right under the line
+
+
 def test_a_heading_repeated_on_the_next_page_is_one_heading(tmp_path: Path) -> None:
     """A slide's or a page's title repeated above its continuation, with nothing titled
     between, continues the section: one heading."""
