@@ -55,10 +55,12 @@ _ATX_START = re.compile(r"^( {0,3})(#{1,6})(?=[ \t]|$)", re.MULTILINE)
 
 def stored_markdown(doc: DoclingDocument) -> str:
     """The Markdown of ``doc`` as the product stores and chunks it: docling-core's
-    ``export_to_markdown`` with two differences.
+    ``export_to_markdown`` with three differences.
 
-    Underscores stay as written (SESSION_USER, snake_case keys): the Markdown is read by
-    people and search, not rendered, and an escaped one splits the word for both.
+    Underscores stay as written (SESSION_USER, snake_case keys), and so do '<', '>' and
+    '&' (``vector<Task*>``, "R&D", not ``vector&lt;Task*&gt;``): the Markdown is read by
+    people and search, not rendered, and an escaped one splits the word for both, or adds
+    words ("lt", "amp") the document does not hold. Chunks never held the escapes.
     Body text that begins like a heading ("# load the seeds": a comment in a listing
     read as text, a paragraph typed with a leading '#') has its '#' escaped, so neither a
     reader of the Markdown nor the outline of its headings takes it for one."""
@@ -69,7 +71,7 @@ def stored_markdown(doc: DoclingDocument) -> str:
 
     serializer = MarkdownDocSerializer(
         doc=doc,
-        params=MarkdownParams(escape_underscores=False),
+        params=MarkdownParams(escape_underscores=False, escape_html=False),
         text_serializer=_body_text_serializer(),
     )
     return str(serializer.serialize().text)

@@ -822,3 +822,20 @@ def test_a_hash_is_escaped_only_where_a_line_starts() -> None:
     md = stored_markdown(doc)
     assert md.splitlines()[0] == "\\# load the seeds and count the # of users", md
     assert "plain text with # inside" in md
+
+
+def test_angle_brackets_and_ampersands_stay_as_written() -> None:
+    """The stored Markdown is read and searched, not rendered: code in a paragraph,
+    a company name and a comparison keep '<', '>' and '&' (docling escapes them to
+    '&lt;', which adds the words "lt" and "amp" the document never held)."""
+    from docling_core.types.doc import DocItemLabel, DoclingDocument
+
+    from parsers.registry import stored_markdown
+
+    doc = DoclingDocument(name="code")
+    doc.add_heading("R&D <draft>", level=1)
+    doc.add_text(DocItemLabel.TEXT, "A category holds std::vector<Task*> when n > 3 & m < 2.")
+    md = stored_markdown(doc)
+    assert "# R&D <draft>" in md, md
+    assert "std::vector<Task*> when n > 3 & m < 2." in md, md
+    assert "&lt;" not in md and "&amp;" not in md and "&gt;" not in md, md
