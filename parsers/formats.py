@@ -171,7 +171,10 @@ FORMATS: tuple[FormatSpec, ...] = (
         #    headings, neither is a bold line at the body's size in none of the
         #    outline headings' styles; a short line a little larger than the body over
         #    a list or paragraph is a side heading in Chinese too; a divider slide's
-        #    title over nothing but the slide's number is a heading (issue #32).
+        #    title over nothing but the slide's number is a heading; a line's size is the
+        #    size its text is set at in points, not its glyphs' ink (browser prints read
+        #    "use" smaller than "Type"), a browser's h3 (1.17 em) is larger, and labels
+        #    side by side in a diagram are not headings however large (issue #32).
         version="7",
         binary=True,
     ),

@@ -498,7 +498,7 @@ def classify_headings(
             b
             for b in candidates
             if style(b) in outline_style
-            or b.height >= body.size * 1.15 + 0.5
+            or b.height >= body.size * 1.12
             or _SECTION_NUMBER.match(b.text)
         ]
     level_of = heading_levels((style(b) for b in candidates), outline_style)
@@ -841,7 +841,7 @@ def _is_heading(
     if re.search(r"[^\W\d_]-$", text.rstrip()):
         return False  # "... num et fer-": a word broken at the line end, running text
     ratio = block.height / max(body.size, 0.1)
-    larger = block.height >= body.size * 1.15 + 0.5
+    larger = block.height >= body.size * 1.12
     if ratio < 0.9 and not _small_heading(block, body, blocks, position):
         return False  # smaller than the text: a label in a figure or a sidebar
     if not larger and ("，" in text or "；" in text or "://" in text):
@@ -924,23 +924,21 @@ def _is_heading(
         return False
     if not larger and _in_numbered_run(block, blocks, position):
         return False  # "1. Numbered list 1" above "2. ...": a list, or a contents page
-    if not larger:
-        # Cells of a table row: several short pieces side by side, or a
-        # same-styled neighbour on the row (a header row). A heading stands
-        # alone on its row of its column.
-        page_columns = columns.get(first.page_no, [])
-        mates = [
-            ln
-            for ln in page_lines
-            if min(ln.bottom, first.bottom) - max(ln.top, first.top) >= 0.5 * first.height
-            and not _across_gutter(block, ln, page_columns)
-        ]
-        if len(mates) >= 2 or any(
-            (m.bold >= FULL_BOLD) == (first.bold >= FULL_BOLD)
-            and m.font == first.font
-            and abs(m.fsize - first.fsize) <= 0.05 * first.fsize
-            and len(m.text) < 60
-            for m in mates
-        ):
-            return False
-    return True
+    # Cells of a table row: several short pieces side by side, or a same-styled
+    # neighbour on the row (a header row, a diagram's labels, larger than the body or
+    # not). A heading stands alone on its row of its column.
+    page_columns = columns.get(first.page_no, [])
+    mates = [
+        ln
+        for ln in page_lines
+        if min(ln.bottom, first.bottom) - max(ln.top, first.top) >= 0.5 * first.height
+        and not _across_gutter(block, ln, page_columns)
+    ]
+    same_styled = any(
+        (m.bold >= FULL_BOLD) == (first.bold >= FULL_BOLD)
+        and m.font == first.font
+        and abs(m.fsize - first.fsize) <= 0.05 * first.fsize
+        and len(m.text) < 60
+        for m in mates
+    )
+    return not same_styled and (larger or len(mates) < 2)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import math
 import re
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -34,7 +35,7 @@ class Line:
     top: float
     right: float
     bottom: float
-    size: float = 0.0  # median glyph-box height of its words: a font-size proxy
+    size: float = 0.0  # points its words are set at (median); else their glyph-box height
     bold: float = 0.0  # share of its letters set in a bold face
     font: str = ""  # the face most of its letters are set in
     bullet: bool = False  # starts with a lone glyph from a symbol font (a drawn bullet)
@@ -65,6 +66,11 @@ class Word:
     # Filled and stroked: how PDFs embolden a face that has no bold (Chinese
     # fonts above all); the stroke thickens every glyph.
     stroked: bool = False
+    # The size its glyphs are set at, in points on the page (pdfium: the font size
+    # times the text matrix's scale), the same for "use" and "Type"; 0 when unknown.
+    # Its box above is the ink of its glyphs when the PDF gives no font metrics
+    # (browser prints, Type 3 fonts): there "use" reads smaller than "Type".
+    pt: float = 0.0
 
     @property
     def cx(self) -> float:
@@ -435,12 +441,13 @@ def walk_objects(
     parent: Any = None,
     matrix: tuple[float, ...] = _IDENTITY,
     depth: int = 0,
-) -> list[tuple[Any, int, tuple[float, float, float, float]]]:
-    """(object, type, page-space bounds l, b, r, t) of the page's objects of the given
-    pdfium types, descending into Form XObjects (whose content has its own matrix)."""
+) -> list[tuple[Any, int, tuple[float, float, float, float], float]]:
+    """(object, type, page-space bounds l, b, r, t, scale) of the page's objects of the
+    given pdfium types, descending into Form XObjects (whose content has its own matrix);
+    scale: how much the Form XObjects around the object scale it (1 on the page)."""
     import pypdfium2.raw as pdfium_c
 
-    out: list[tuple[Any, int, tuple[float, float, float, float]]] = []
+    out: list[tuple[Any, int, tuple[float, float, float, float], float]] = []
     if parent is None:
         count = pdfium_c.FPDFPage_CountObjects(page.raw)
     else:
@@ -474,5 +481,6 @@ def walk_objects(
         ]
         xs = [p[0] for p in corners]
         ys = [p[1] for p in corners]
-        out.append((obj, kind, (min(xs), min(ys), max(xs), max(ys))))
+        scale = math.sqrt(abs(matrix[0] * matrix[3] - matrix[1] * matrix[2]))
+        out.append((obj, kind, (min(xs), min(ys), max(xs), max(ys)), scale))
     return out

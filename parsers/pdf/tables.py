@@ -151,7 +151,8 @@ def page_rules(page: Any) -> list[Rule]:
 
     height = page.get_height()
     out: list[Rule] = []
-    for obj, _kind, (left, bottom, right, top) in walk_objects(page, {pdfium_c.FPDF_PAGEOBJ_PATH}):
+    for obj, _kind, bounds, _scale in walk_objects(page, {pdfium_c.FPDF_PAGEOBJ_PATH}):
+        left, bottom, right, top = bounds
         w, h = right - left, top - bottom
         # Too short to be a rule either way; only then ask pdfium how it is drawn.
         if max(w, h) < _RULE_MIN_LENGTH or not _is_visible(obj):

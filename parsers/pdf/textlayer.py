@@ -13,8 +13,10 @@ the page count by ~560 words a page.
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import itertools
+import math
 import sys
 import unicodedata
 import weakref
@@ -83,38 +85,62 @@ class TextLayer:
         return tables, warnings
 
 
-def _resolve_fonts(page: Any, words: list[Word], keys: set[str]) -> list[Word]:
-    """The page's words with resource keys ('/F3') replaced by base font names
-    ('Helvetica-Bold').
+def _with_text_objects(page: Any, words: list[Word], unresolved: set[str]) -> list[Word]:
+    """The page's words with the size their text is set at and, for fonts docling-parse
+    names by resource key ('/F3', in ``unresolved``: the 14 standard fonts, typically),
+    the base font name ('Helvetica-Bold'). Each word takes both from the smallest text
+    object that covers its centre, read with pdfium.
 
-    docling-parse names a font by its resource key when the font is not embedded
-    (the 14 standard fonts, typically); pdfium reads the BaseFont. Each word takes
-    the name of the text object that covers its centre.
-    """
-    import ctypes
-
+    The size is the object's font size times the scale of its matrix and of the Form
+    XObjects around it: points on the page (a browser writes 15 px at 0.75 for 11.25 pt),
+    whatever the glyphs' ink. docling-parse's word box is that ink where a font has no
+    metrics (browser prints, Type 3 fonts), so "use" would read smaller than "Type"."""
     import pypdfium2.raw as pdfium_c
 
     height = page.get_height()
-    spans: list[tuple[float, float, float, float, str]] = []
-    for obj, _kind, (left, bottom, right, top) in walk_objects(page, {pdfium_c.FPDF_PAGEOBJ_TEXT}):
-        font = pdfium_c.FPDFTextObj_GetFont(obj)
-        if not font:
-            continue
-        buf = ctypes.create_string_buffer(256)
-        n = pdfium_c.FPDFFont_GetBaseFontName(font, buf, 256)
-        name = buf.value.decode("latin-1") if n else ""
-        if name:
-            spans.append((left, height - top, right, height - bottom, name))
+    spans: list[tuple[float, float, float, float, str, float]] = []  # l, t, r, b, name, pt
+    buf = ctypes.create_string_buffer(256)
+    size = ctypes.c_float()
+    matrix = pdfium_c.FS_MATRIX()
+    objects = walk_objects(page, {pdfium_c.FPDF_PAGEOBJ_TEXT})
+    for obj, _kind, (left, bottom, right, top), form_scale in objects:
+        pt = 0.0
+        known = pdfium_c.FPDFTextObj_GetFontSize(obj, ctypes.byref(size))
+        # Only for text along the page's width: a label set aslant or upright keeps its
+        # box's size, which tells that it is not a line of running text.
+        if (
+            known
+            and pdfium_c.FPDFPageObj_GetMatrix(obj, ctypes.byref(matrix))
+            and matrix.a > 0
+            and abs(matrix.b) <= 0.03 * matrix.a
+        ):
+            scale = math.sqrt(abs(matrix.a * matrix.d - matrix.b * matrix.c))
+            pt = size.value * scale * form_scale
+        name = ""
+        if unresolved:
+            font = pdfium_c.FPDFTextObj_GetFont(obj)
+            if font and pdfium_c.FPDFFont_GetBaseFontName(font, buf, 256):
+                name = buf.value.decode("latin-1")
+        if pt > 0 or name:
+            spans.append((left, height - top, right, height - bottom, name, pt))
     if not spans:
         return words
+    buckets: dict[int, list[int]] = {}  # by y, as _page_lines buckets its lines
+    for k, span in enumerate(spans):
+        for y in range(int(span[1] // 8), int(span[3] // 8) + 1):
+            buckets.setdefault(y, []).append(k)
     out: list[Word] = []
     for w in words:
-        if w.font in keys:
-            for sl, st, sr, sb, name in spans:
-                if sl - 0.5 <= w.cx <= sr + 0.5 and st - 0.5 <= w.cy <= sb + 0.5:
-                    w = replace(w, font=name)
-                    break
+        best: tuple[float, int] | None = None
+        for k in buckets.get(int(w.cy // 8), []):
+            sl, st, sr, sb, _name, _pt = spans[k]
+            if sl - 0.5 <= w.cx <= sr + 0.5 and st - 0.5 <= w.cy <= sb + 0.5:
+                area = (sr - sl) * (sb - st)
+                if best is None or area < best[0]:
+                    best = (area, k)
+        if best is not None:
+            name, pt = spans[best[1]][4], spans[best[1]][5]
+            w = replace(w, pt=pt, font=name if name and w.font in unresolved else w.font)
         out.append(w)
     return out
 
@@ -158,7 +184,7 @@ def _line_from_words(page_no: int, text: str, box: tuple[float, ...], ws: list[W
     if letters:
         # Character-weighted median glyph height: one tall glyph (a checkbox,
         # a superscript, a symbol) does not make the line look larger.
-        heights = sorted((w.height, n) for w, n in letters)
+        heights = sorted((w.pt or w.height, n) for w, n in letters)
         half = sum(n for _, n in heights) / 2
         acc = 0
         for h, n in heights:
@@ -461,11 +487,10 @@ class _PageReader:
         self._opened += 1
         rules: list[Rule] = []
         try:
-            if unresolved:
-                try:
-                    words = _resolve_fonts(page, words, unresolved)
-                except Exception as exc:  # typography is a hint; the text stands without it
-                    self.font_error = self.font_error or str(exc)
+            try:
+                words = _with_text_objects(page, words, unresolved)
+            except Exception as exc:  # typography is a hint; the text stands without it
+                self.font_error = self.font_error or str(exc)
             try:
                 rules = page_rules(page)
             except Exception as exc:  # graphics are a hint; text-only tables still work

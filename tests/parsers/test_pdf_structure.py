@@ -1130,6 +1130,74 @@ def test_a_slightly_larger_line_over_its_text_is_a_side_heading() -> None:
     assert heads(10.0) == []
 
 
+def test_sizes_are_the_points_text_is_set_at_whatever_its_ink(tmp_path: Path) -> None:
+    """A line's size is the size its text is set at, in points (the font size under the
+    text matrix's scale, as a browser writes 15 px at 0.75), not the height of its ink:
+    "use" and "Type" are one size. A browser's h3 is 1.17 times the body and a heading;
+    so is its bold h4 at the body's size; a paragraph in any mix of letters is not."""
+    from docling_core.types.doc import SectionHeaderItem
+
+    from parsers.pdf.textlayer import native_content
+
+    def page(p: Page) -> None:
+        y = 80.0
+        for head, size, font in (
+            ("Question one answered", 11 * 1.17, "Helvetica-Bold"),
+            ("Other credits", 11.0, "Helvetica-Bold"),
+        ):
+            p.text(head, 72, y, font, size, scale=0.75)
+            y += 22
+            for k in range(4):
+                text = f"use our nice resources over a row {k}" if k % 2 else "Type TT Hyphy Qj"
+                p.text(text, 72, y, "Helvetica", 11.0, scale=0.75)
+                y += 15
+            y += 12
+
+    pdf = make_pdf(tmp_path / "browser.pdf", page)
+    sizes = {ln.text: round(ln.size, 1) for ln in native_content(pdf).lines}
+    assert sizes["Question one answered"] == 12.9, sizes
+    assert sizes["Other credits"] == 11.0, sizes
+    assert {sizes["Type TT Hyphy Qj"], sizes["use our nice resources over a row 1"]} == {11.0}
+    doc = parse_offline(pdf, ParseSettings(ocr=False)).doc
+    heads = [t.text for t in doc.texts if isinstance(t, SectionHeaderItem)]
+    assert heads == ["Question one answered", "Other credits"], heads
+
+
+def test_labels_side_by_side_in_a_diagram_are_not_headings() -> None:
+    """A module graph's labels set larger than the text, two or three on a row in the
+    same face and size, are a diagram's, not section titles; a heading stands alone on
+    its row, and one over its text still is."""
+    from docling_core.types.doc import SectionHeaderItem
+
+    body = _column(
+        "Line {k} of the report explains how the pipeline loads its modules at start.",
+        range(60, 132, 12),
+        8.0,
+        "NotoSerif",
+    )
+    head = Line(1, "Dependencies", 72, 150, 180, 162, 12.0, 1.0, "NotoSerif-Bold")
+    after = _column(
+        "The graph below shows which module imports which one, drawn by pydeps {k}.",
+        range(170, 206, 12),
+        8.0,
+        "NotoSerif",
+    )
+    labels = [
+        Line(1, name, x, y, x + 70, y + 10.3, 10.3, 0.0, "NimbusSans")
+        for name, x, y in (
+            ("dotenv", 240, 272),
+            ("sqlalchemy", 334, 272),
+            ("pandas", 445, 357),
+            ("requests", 300, 357),
+            ("sqlalchemy.orm", 160, 112 + 330),
+            ("sqlalchemy.ext", 285, 112 + 330),
+        )
+    ]
+    doc = lines_to_document([*body, head, *after, *labels], {1: (612.0, 792.0)}, "r", [])
+    heads = [t.text for t in doc.texts if isinstance(t, SectionHeaderItem)]
+    assert heads == ["Dependencies"], heads
+
+
 def test_a_divider_slide_over_its_page_number_is_a_heading() -> None:
     """A section divider slide holds its title and, far below it, the slide's number:
     the number is the page's, not a chart's tick value or an equation's number under
