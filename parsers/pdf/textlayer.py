@@ -20,7 +20,7 @@ import math
 import sys
 import unicodedata
 import weakref
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -125,24 +125,34 @@ def _with_text_objects(page: Any, words: list[Word], unresolved: set[str]) -> li
             spans.append((left, height - top, right, height - bottom, name, pt))
     if not spans:
         return words
-    buckets: dict[int, list[int]] = {}  # by y, as _page_lines buckets its lines
-    for k, span in enumerate(spans):
-        for y in range(int(span[1] // 8), int(span[3] // 8) + 1):
-            buckets.setdefault(y, []).append(k)
+    holders = _holders([span[:4] for span in spans])
     out: list[Word] = []
     for w in words:
-        best: tuple[float, int] | None = None
-        for k in buckets.get(int(w.cy // 8), []):
-            sl, st, sr, sb, _name, _pt = spans[k]
-            if sl - 0.5 <= w.cx <= sr + 0.5 and st - 0.5 <= w.cy <= sb + 0.5:
-                area = (sr - sl) * (sb - st)
-                if best is None or area < best[0]:
-                    best = (area, k)
-        if best is not None:
-            name, pt = spans[best[1]][4], spans[best[1]][5]
+        held = holders(w)
+        if held:
+            _sl, _st, _sr, _sb, name, pt = spans[min(held)[1]]  # the smallest object
             w = replace(w, pt=pt, font=name if name and w.font in unresolved else w.font)
         out.append(w)
     return out
+
+
+def _holders(boxes: list[tuple[float, ...]]) -> Callable[[Word], list[tuple[float, int]]]:
+    """For a word, (area, index) of each of ``boxes`` (left, top, right, bottom; top-left
+    origin) that holds its centre, within half a point; the boxes bucketed by 8-pt rows."""
+    buckets: dict[int, list[int]] = {}
+    for k, (_l, t_, _r, b_) in enumerate(boxes):
+        for y in range(int(t_ // 8), int(b_ // 8) + 1):
+            buckets.setdefault(y, []).append(k)
+
+    def held(w: Word) -> list[tuple[float, int]]:
+        out = []
+        for k in buckets.get(int(w.cy // 8), []):
+            l_, t_, r_, b_ = boxes[k]
+            if l_ - 0.5 <= w.cx <= r_ + 0.5 and t_ - 0.5 <= w.cy <= b_ + 0.5:
+                out.append(((r_ - l_) * (b_ - t_), k))
+        return out
+
+    return held
 
 
 def _close_false_spaces(text: str, words: list[Word]) -> str:
@@ -374,23 +384,16 @@ def _page_lines(
     page_no: int, page_lines: list[tuple[str, tuple[float, float, float, float]]], words: list[Word]
 ) -> list[Line]:
     """One page's text lines with their words' typography, pieces of a row joined."""
-    # Each word belongs to the line whose box holds its centre (bucketed by y).
-    buckets: dict[int, list[int]] = {}
-    for k, (_text, (_l, t_, _r, b_)) in enumerate(page_lines):
-        for y in range(int(t_ // 8), int(b_ // 8) + 1):
-            buckets.setdefault(y, []).append(k)
+    # Each word belongs to the line whose box holds its centre: the smallest such line
+    # whose text holds the word, else the smallest.
+    holders = _holders([box for _text, box in page_lines])
     owned: list[list[Word]] = [[] for _ in page_lines]
     for w in words:
-        best = None
-        for k in buckets.get(int(w.cy // 8), []):
-            text, (l_, t_, r_, b_) = page_lines[k]
-            if l_ - 0.5 <= w.cx <= r_ + 0.5 and t_ - 0.5 <= w.cy <= b_ + 0.5:
-                area = (r_ - l_) * (b_ - t_)
-                score = (w.text.strip() not in text, area)
-                if best is None or score < best[0]:
-                    best = (score, k)
-        if best is not None:
-            owned[best[1]].append(w)
+        held = holders(w)
+        if held:
+            word = w.text.strip()
+            _score, k = min(((word not in page_lines[k][0], area), k) for area, k in held)
+            owned[k].append(w)
     built = [
         _line_from_words(page_no, _close_false_spaces(text, owned[k]), box, owned[k])
         for k, (text, box) in enumerate(page_lines)
