@@ -14,6 +14,7 @@ Layout written (``ROOT`` is ``/tmp`` unless ``--root`` says otherwise)::
     set 5: ROOT/heldout5/NAME.pdf      ROOT/heldout5/groundtruth/NAME.md
     set 6: ROOT/heldout6/NAME.pdf      ROOT/heldout6/groundtruth/NAME.md
     set 7: ROOT/heldout7/NAME.pdf      ROOT/heldout7/groundtruth/NAME.md
+    set 8: ROOT/heldout8/NAME.pdf      ROOT/heldout8/groundtruth/NAME.md
 
 Every file is the blob ``COMMIT:PATH`` unchanged, except the three ``dleval_*``
 ground truths of set 3: those are
@@ -726,6 +727,127 @@ PAIRS: tuple[Pair, ...] = (
         "技术报告.pdf",
         "技术报告.md",
     ),
+    # set 8: source Markdown + the PDF built from it, committed side by side (new repositories)
+    Pair(
+        8,
+        "pandoc_predict_install",
+        "WintonCentre/predict-v21-main",
+        "33766332f5933e05e78ba09520583e45583ebbcf",
+        "INSTALL.pdf",
+        "INSTALL.md",
+    ),
+    Pair(
+        8,
+        "qtwebkit_flight_tracking_architecture",
+        "EdSwArchitect/ai-flight-tracking",
+        "eae270354b2fd25033486e1c4496c82759ae7beb",
+        "ARCHITECTURE.pdf",
+        "ARCHITECTURE.md",
+    ),
+    Pair(
+        8,
+        "chrome_idsweep_architecture",
+        "AspectSys/idSweep",
+        "91136dca88c97b324f162a19aa6289de32ad7c2b",
+        "ARCHITECTURE.pdf",
+        "ARCHITECTURE.md",
+    ),
+    Pair(
+        8,
+        "vscode_swiftlogistics_cms_doc",
+        "SahanG450/SwiftLogistics",
+        "37d8e25a1ed17fbbbaad6bc979d95fc359588d8c",
+        "doc/CMS_EXTENDED_DOCUMENTATION.pdf",
+        "doc/CMS_EXTENDED_DOCUMENTATION.md",
+    ),
+    Pair(
+        8,
+        "vscode_embedding_trident_readme",
+        "noahzhy/EmbeddingTrident",
+        "94f355a6343c01f9a841fa6b5478d2c830126e31",
+        "README.pdf",
+        "README.md",
+    ),
+    Pair(
+        8,
+        "weasyprint_autometrology_tech_reference",
+        "HotCat/AutoMetrology",
+        "01905e9027c04f9be4ccd002a129bd46c38050ba",
+        "TECHNICAL_REFERENCE.pdf",
+        "TECHNICAL_REFERENCE.md",
+    ),
+    Pair(
+        8,
+        "fr_pandoc_hex_project_readme",
+        "aaron-randreth/projet-hex-java",
+        "4ec33bdfa9864b53880d89fa61fc44831a76b274",
+        "README.pdf",
+        "README_no_toc.md",
+    ),
+    Pair(
+        8,
+        "zh_pandoc_weasyprint_social_srs",
+        "hzy201314/Social-Network-Project",
+        "72e678aa6e03fc4154fe8aec40d87ebc8dadcfa4",
+        "需求规格说明书.pdf",
+        "需求规格说明书.md",
+    ),
+    Pair(
+        8,
+        "zh_typora_artshell_user_manual",
+        "Artessay/Artshell",
+        "eaa656d27bd9b30c8eebc2ca6310f52717fdabcb",
+        "doc/用户手册.pdf",
+        "doc/用户手册.md",
+    ),
+    Pair(
+        8,
+        "zh_typora_sd_express_readme",
+        "cursorhu/sd_express_tester",
+        "38383cb7c6c87fea856cbcb052a0c71d27ed4db0",
+        "README.pdf",
+        "README.md",
+    ),
+    Pair(
+        8,
+        "zh_vscode_flowbot_user_manual",
+        "9triver/FlowBot",
+        "6c5c9e094d751ab93244ee94dd9a934d27918152",
+        "doc/用户手册.pdf",
+        "doc/用户手册.md",
+    ),
+    Pair(
+        8,
+        "zh_ynote_kafka_monitor_guide",
+        "QQhuxuhui/kafkaMonitor",
+        "4349268eb4196f5ebd139d1eee69bd5bda61a5aa",
+        "docs/使用说明.pdf",
+        "docs/使用说明.md",
+    ),
+    Pair(
+        8,
+        "zh_pandoc_course_sim_readme",
+        "cs-fisha/course_simulation",
+        "e4452d91a918640ed3de35b159e0ec2fbe5c8fae",
+        "README_zh.pdf",
+        "README_zh.md",
+    ),
+    Pair(
+        8,
+        "zh_chrome_climate_monitor_handbook",
+        "alfonsocheng1025/climate-policy-monitor",
+        "a87f5e5f39fd4757cb4bfaa355ff222ff1deafb3",
+        "HANDBOOK.pdf",
+        "HANDBOOK.md",
+    ),
+    Pair(
+        8,
+        "zh_edge_homefin_srs",
+        "ghjcfrt/HomeFin",
+        "f2f250cabaf021a725ffe3d7a6389f72f1348c49",
+        "需求规格说明书.pdf",
+        "需求规格说明书.md",
+    ),
 )
 
 SET_DIRS = {
@@ -736,6 +858,7 @@ SET_DIRS = {
     5: "heldout5",
     6: "heldout6",
     7: "heldout7",
+    8: "heldout8",
 }
 
 
