@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ctypes
 import itertools
+import re
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -455,6 +456,11 @@ _CELL_GAP = 1.0
 # is prose laid out in columns, a list with hanging markers, or a form.
 _ALIGNED_MEAN_WORDS = 4.0
 _ALIGNED_MAX_WORDS = 10
+# A section number of two or more levels ("1.3", "2.4.1."): LaTeX sets it a quad
+# before the heading's title, so the heading reads as a row of two cells.
+_SUBSECTION_NUMBER = re.compile(r"\d{1,2}(?:\.\d{1,2}){1,4}\.?")
+# A row set this much larger than the rows around it is a heading, not a table row.
+_LARGER_ROW = 1.12
 
 
 @dataclass(slots=True)
@@ -683,7 +689,41 @@ def find_aligned_tables(page_no: int, words: Sequence[Word], depth: int = 0) -> 
             current, pending = [], []
     if len(current) >= 3:
         runs.append(current)
+    runs = [run for run in map(_without_edge_headings, runs) if len(run) >= 3]
     return [t for run in runs for t in _aligned_table(page_no, run, depth)]
+
+
+def _row_size(row: _Row) -> float:
+    """The points a row is set at (its words' median), else its glyph-box height."""
+    sizes = [w.pt for w in row.words if w.pt > 0]
+    return statistics.median(sizes) if sizes else row.height
+
+
+def _without_edge_headings(run: list[_Row]) -> list[_Row]:
+    """The run without the section headings at its top and bottom edges: a heading set
+    just above or below a table (pandoc's longtable under "1.3 Parameters") lines up
+    with its columns as a two-cell row ("1.3" a quad before the title), or is set
+    larger than every row of the table. A table whose first column numbers its rows
+    ("1.1", "1.2", ...) keeps them: the number starts rows inside the run too."""
+
+    def numbered(row: _Row) -> bool:
+        return len(row.segments) == 2 and bool(
+            _SUBSECTION_NUMBER.fullmatch(join_words(row.segments[0]))
+        )
+
+    size = statistics.median(_row_size(r) for r in run)
+
+    def heading(row: _Row) -> bool:
+        return numbered(row) or _row_size(row) > size * _LARGER_ROW
+
+    start, end = 0, len(run)
+    while start < end and heading(run[start]):
+        start += 1
+    while end > start and heading(run[end - 1]):
+        end -= 1
+    if any(numbered(r) for r in run[start:end]):
+        return run  # numbered rows inside the table: its first column, not headings
+    return run[start:end]
 
 
 def page_tables(

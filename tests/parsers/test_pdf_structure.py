@@ -1296,3 +1296,51 @@ def test_headings_that_look_like_labels_stay_headings(tmp_path: Path) -> None:
     md = parse_offline(make_pdf(tmp_path / "short.pdf", page), ParseSettings())
     heads = _headings(md.doc.export_to_markdown())
     assert heads == ["5G", "Node.js/Express", "Example", "Example"], heads
+
+
+def test_headings_right_above_an_aligned_table_stay_headings(tmp_path: Path) -> None:
+    """LaTeX sets "1.3" a quad before its title, so a heading right above a table
+    without vertical borders (pandoc's longtable) lines up with the table's columns as
+    a row of two cells. It stays a heading, above a table of the rows below it; a table
+    that numbers its rows keeps its numbers."""
+    from docling_core.types.doc import SectionHeaderItem
+
+    def page(p: Page) -> None:
+        y = 80.0
+        for s in BODY:
+            p.text(s, 72, y, "Times-Roman", 10)
+            y += 13
+        y += 20
+        p.text("1.3", 72, y, "Times-Bold", 12)
+        p.text("Required Parameters", 96, y, "Times-Bold", 12)
+        y += 20
+        p.text("1.3.1", 72, y, "Times-Bold", 10)
+        p.text("Location and Time", 102, y, "Times-Bold", 10)
+        y += 22
+        rows = [
+            ["Parameter", "Format", "Example"],
+            ["--date", "YYYY-MM-DD", "1990-01-15"],
+            ["--time", "HH:MM:SS", "14:30:00"],
+            ["--lat", "DD.DDDD", "40.7128"],
+        ]
+        for row in rows:
+            for k, cell in enumerate(row):
+                p.text(cell, [72, 180, 300][k], y, "Times-Roman", 10)
+            y += 14
+        y += 24
+        p.text("Numbered clauses", 72, y, "Times-Bold", 12)
+        y += 20
+        clauses = [["1.1", "Scope", "All sites"], ["1.2", "Owner", "Quality board"]]
+        for row in [*clauses, ["1.3", "Review", "Every year"]]:
+            for k, cell in enumerate(row):
+                p.text(cell, [72, 180, 300][k], y, "Times-Roman", 10)
+            y += 14
+
+    pdf = make_pdf(tmp_path / "longtable.pdf", page)
+    doc = parse_offline(pdf, ParseSettings(ocr=False)).doc
+    heads = [t.text for t in doc.texts if isinstance(t, SectionHeaderItem)]
+    assert heads[:2] == ["1.3 Required Parameters", "1.3.1 Location and Time"], heads
+    grids = [[[c.text for c in row] for row in t.data.grid] for t in _items(doc, "TableItem")]
+    assert grids[0][0] == ["Parameter", "Format", "Example"], grids
+    assert grids[0][-1] == ["--lat", "DD.DDDD", "40.7128"], grids
+    assert [row[0] for row in grids[1]] == ["1.1", "1.2", "1.3"], grids
