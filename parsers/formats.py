@@ -175,7 +175,12 @@ FORMATS: tuple[FormatSpec, ...] = (
         #    size its text is set at in points, not its glyphs' ink (browser prints read
         #    "use" smaller than "Type"), a browser's h3 (1.17 em) is larger, and labels
         #    side by side in a diagram are not headings however large (issue #32).
-        version="7",
+        # 8: short lines the writer broke (a list whose bullets are drawn shapes, one
+        #    item per line) are paragraphs of their own, never headings, so Chinese items
+        #    no longer run together; a section heading right above or below a table
+        #    without vertical borders stays a heading; a cell keeps "DATABASE_URL" whole
+        #    where a browser wrote it in runs (issue #32).
+        version="8",
         binary=True,
     ),
     FormatSpec(

@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from parsers.pdf.blocks import Block, group_blocks
+from parsers.pdf.blocks import Block, column_spans, group_blocks
 from parsers.pdf.headings import classify_headings
 from parsers.pdf.primitives import NUMBERING, Line
 
@@ -28,6 +28,7 @@ def _blocks_with_tables(lines: list[Line], tables: Sequence[Table]) -> list[Bloc
     """Paragraph blocks, with each table's lines replaced by one table block in place."""
     if not tables:
         return group_blocks(lines)
+    spans = column_spans(lines)
     on_page: dict[int, list[Table]] = {}
     for t in tables:
         on_page.setdefault(t.page_no, []).append(t)
@@ -47,7 +48,7 @@ def _blocks_with_tables(lines: list[Line], tables: Sequence[Table]) -> list[Bloc
             run.append(ln)
             continue
         if run:
-            blocks += group_blocks(run)
+            blocks += group_blocks(run, spans)
             run = []
         if id(table) in placed:
             placed[id(table)].lines.append(ln)
@@ -55,7 +56,7 @@ def _blocks_with_tables(lines: list[Line], tables: Sequence[Table]) -> list[Bloc
             placed[id(table)] = Block("table", [ln], table=table)
             blocks.append(placed[id(table)])
     if run:
-        blocks += group_blocks(run)
+        blocks += group_blocks(run, spans)
     return blocks
 
 

@@ -1,8 +1,8 @@
 """Lines of a page grouped into blocks: paragraphs and list items.
 
 A block break is a vertical gap, a move up (a new column), a change of size or
-weight, or a line that starts with a list marker (``primitives.LIST_START``) or
-a drawn bullet. ``parsers.pdf.headings`` then marks headings among the blocks,
+weight, a line that starts with a list marker (``primitives.LIST_START``) or
+a drawn bullet, or two short lines in a row where the first had room for more. ``parsers.pdf.headings`` then marks headings among the blocks,
 and ``parsers.pdf.assemble`` turns them into a DoclingDocument.
 """
 
@@ -13,7 +13,7 @@ import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from parsers.pdf.primitives import LIST_START, Line, join_pieces
+from parsers.pdf.primitives import LIST_START, Line, is_cjk, join_pieces
 
 if TYPE_CHECKING:
     from parsers.pdf.tables import Table
@@ -29,6 +29,11 @@ class Block:
     lines: list[Line]
     level: int = 0
     table: Table | None = None
+    # Set apart from a neighbour by nothing but a line broken short on purpose
+    # (``_broken_on_purpose``): one of a run of short lines in the text's own style,
+    # an item of a list whose markers are drawn shapes. Never a heading: the line was
+    # one of a paragraph's before it was split, and nothing else sets it apart.
+    in_run: bool = False
 
     @property
     def text(self) -> str:
@@ -109,9 +114,68 @@ def _leading(lines: list[Line]) -> dict[int, float]:
     return {size: statistics.median(g) for size, g in gaps.items() if len(g) >= 3}
 
 
-def group_blocks(lines: list[Line]) -> list[Block]:
-    """Group consecutive lines of one page into paragraphs and list items."""
+Spans = dict[int, list[tuple[float, float, float]]]
+
+
+def column_spans(lines: list[Line]) -> Spans:
+    """Per page, the (left, right, size) spans of its full lines: those nearly as wide as
+    the widest lines of the page, one span per column they run in, with the size of the
+    text that fills it."""
+    by_page: dict[int, list[Line]] = {}
+    for ln in lines:
+        if ln.text.strip():
+            by_page.setdefault(ln.page_no, []).append(ln)
+    out: Spans = {}
+    for page_no, page in by_page.items():
+        widths = sorted(ln.right - ln.left for ln in page)
+        widest = widths[int(0.9 * (len(widths) - 1))]
+        spans: list[tuple[float, float, float]] = []
+        for ln in sorted(page, key=lambda ln: ln.left):
+            if ln.right - ln.left < 0.9 * widest:
+                continue
+            if spans and abs(spans[-1][0] - ln.left) <= ln.fsize:
+                spans[-1] = (spans[-1][0], max(spans[-1][1], ln.right), spans[-1][2])
+            else:
+                spans.append((ln.left, ln.right, ln.fsize))
+        out[page_no] = spans
+    return out
+
+
+def _broken_on_purpose(prev: Line, line: Line, spans: Spans) -> bool:
+    """Two lines that both end short of their column, the first with room left for the
+    next one's first word: the writer broke the line, the typesetter did not (a list
+    whose markers are drawn shapes, an address, one item per line). Chinese and
+    Japanese wrap at any character, so there room for two characters is enough. Lines
+    that end at one x short of the column wrap around a figure; a short line above a
+    full one ends its paragraph as any paragraph's last line does. Only lines set at the
+    size of the text that fills the column: a title over two lines is one title, and a
+    slide's larger bullets keep their own rules."""
+    words = line.text.split()
+    if not words or not all(any(c.isalpha() for c in ln.text) for ln in (prev, line)):
+        return False  # a line without letters: a diagram's rule drawn in text ("+---+")
+    em = max(prev.fsize, line.fsize)
+    edges = [
+        right
+        for left, right, size in spans.get(prev.page_no, ())
+        if left - 1 <= prev.left < right and abs(size - em) <= 0.1 * size
+    ]
+    if not edges or abs(prev.fsize - line.fsize) > 0.1 * em:
+        return False
+    edge = max(edges)
+    first = words[0]
+    need = 2 * em if is_cjk(first[0]) else (len(first) + 1) * 0.6 * em
+    return (
+        edge - prev.right > need
+        and edge - line.right > em
+        and abs(line.right - prev.right) > 0.5 * em
+    )
+
+
+def group_blocks(lines: list[Line], spans: Spans | None = None) -> list[Block]:
+    """Group consecutive lines of one page into paragraphs and list items. ``spans``:
+    the pages' full-line spans (``column_spans``), when ``lines`` are only part of them."""
     lines = [ln for ln in lines if ln.text.strip()]
+    spans = column_spans(lines) if spans is None else spans
     leading = _leading(lines)
     blocks: list[Block] = []
     current: Block | None = None
@@ -119,6 +183,7 @@ def group_blocks(lines: list[Line]) -> list[Block]:
     for line in lines:
         starts_list = line.bullet or bool(LIST_START.match(line.text.strip()))
         new_block = True
+        in_run = False
         if current is not None and prev is not None and prev.page_no == line.page_no:
             gap = line.top - prev.bottom
             height = max(line.height, prev.height)
@@ -131,8 +196,10 @@ def group_blocks(lines: list[Line]) -> list[Block]:
                 or gap < -0.5 * line.height  # moved up: a new column or region
                 or _style_break(line, prev, max(ln.right for ln in current.lines))
             )
+            if not new_block and _broken_on_purpose(prev, line, spans):
+                new_block = in_run = current.in_run = True
         if new_block:
-            current = Block("list_item" if starts_list else "paragraph", [line])
+            current = Block("list_item" if starts_list else "paragraph", [line], in_run=in_run)
             blocks.append(current)
         else:
             assert current is not None

@@ -820,6 +820,8 @@ def _is_heading(
         return False
     if block.lines[0].picture:
         return False  # text OCR read in a screenshot or a photo on the page
+    if block.in_run:
+        return False  # one of a run of short lines in the text's style: a list's item
     if block.lines[0].bullet or BULLET_START.match(text):
         return False  # "• Tensile strength": a list item, however it is set
     if text.rstrip().endswith((":", "\uff1a")):

@@ -190,17 +190,43 @@ def join_words(words: Sequence[Word]) -> str:
         if rows:
             last = rows[-1]
             ref = statistics.median(x.cy for x in last)
-            if abs(w.cy - ref) <= 0.5 * min(w.height, statistics.median(x.height for x in last)):
+            h = min(w.height, statistics.median(x.height for x in last))
+            # A small glyph in the row's band, down to its descenders (an underscore, a
+            # low comma), is of the row however far its centre sits from the letters'.
+            hr = statistics.median(x.height for x in last)
+            inside = (
+                w.height <= hr
+                and w.top >= min(x.top for x in last) - 0.4 * hr
+                and w.bottom <= max(x.bottom for x in last) + 0.4 * hr
+            )
+            if abs(w.cy - ref) <= 0.5 * h or inside:
                 last.append(w)
                 continue
         rows.append([w])
 
-    def reading_order(row: list[Word]) -> list[Word]:
+    def pieces(row: list[Word]) -> list[str]:
+        """The row's words in reading order; words that touch at an underscore
+        ("DATABASE", "_", "URL": a browser's runs of one identifier) are one piece. Only
+        there: Korean word spaces can be narrower than the gap this allows."""
         if is_rtl(" ".join(w.text for w in row)):
-            return visual_to_logical(row, lambda w: w.text, lambda w: w.cx)
-        return sorted(row, key=lambda w: w.order)
+            return [w.text for w in visual_to_logical(row, lambda w: w.text, lambda w: w.cx)]
+        out: list[str] = []
+        prev: Word | None = None
+        for w in sorted(row, key=lambda w: w.order):
+            h = max(w.height, prev.height) if prev is not None else 0.0
+            if (
+                prev is not None
+                and out
+                and (w.text.startswith("_") or out[-1].endswith("_"))
+                and -0.05 * h <= w.left - prev.right <= 0.1 * h
+            ):
+                out[-1] += w.text.strip()
+            else:
+                out.append(w.text)
+            prev = w
+        return out
 
-    return join_pieces(w.text for row in rows for w in reading_order(row))
+    return join_pieces(piece for row in rows for piece in pieces(row))
 
 
 def _cell_like(texts: Sequence[str]) -> bool:

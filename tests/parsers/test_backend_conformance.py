@@ -98,7 +98,9 @@ _BEFORE = {
 # and numbered list items are not headings: PDF format version 6); it was "2abe98a9b393f99f".
 # Moved again by issue #32 (outline titles where their bookmarks point, a thin text layer
 # kept beside OCR of its pictures: PDF format version 7); it was "7407bcc6859fd17d".
-_BEFORE_PDF_OFFLINE_NO_OCR = "7e7ef928cd1dde5a"
+# Moved again by issue #32 (short lines the writer broke are paragraphs, headings over
+# tables, identifiers whole in cells: PDF format version 8); it was "7e7ef928cd1dde5a".
+_BEFORE_PDF_OFFLINE_NO_OCR = "321d8abae84ae376"
 # Moved on purpose by issue #32 (the text a viewer shows: Word headers, footers, notes and
 # altChunk parts; PowerPoint layout/master shapes, SmartArt and speaker notes): docx, doc
 # and rtf are format version 3, pptx and ppt version 2. They were docx "2797dd42a8191db4",

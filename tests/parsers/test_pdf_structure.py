@@ -1344,3 +1344,60 @@ def test_headings_right_above_an_aligned_table_stay_headings(tmp_path: Path) -> 
     assert grids[0][0] == ["Parameter", "Format", "Example"], grids
     assert grids[0][-1] == ["--lat", "DD.DDDD", "40.7128"], grids
     assert [row[0] for row in grids[1]] == ["1.1", "1.2", "1.3"], grids
+
+
+def test_short_lines_the_writer_broke_are_paragraphs_of_their_own() -> None:
+    """A list whose markers are drawn shapes (a browser's or Typora's bullets) leaves
+    short lines with room for more: each is its own paragraph, so Chinese items do not
+    run together into one word. A paragraph's short last line above a full one, and
+    lines wrapped at one x beside a figure, stay as they were."""
+    from parsers.pdf.blocks import group_blocks
+
+    def line(text: str, top: float, left: float, right: float) -> Line:
+        return Line(1, text, left, top, right, top + 10, 10.0, 0.0, "MicrosoftYaHei")
+
+    full = "SD Express Tester 是 SD Express 卡的测试软件，同时向下兼容传统模式，可进行控制器检测"
+    lines = [
+        line(full, 100, 72, 520),
+        line("和稳定性测试等功能。", 115, 72, 170),  # a paragraph's short last line
+        line("Windows 10/11", 135, 96, 166),
+        line("自动检测SD卡和控制器状态", 150, 96, 216),
+        line("支持多种测试项目：", 165, 96, 184),
+        line("实时显示测试进度", 180, 96, 174),
+        # Two lines wrapped beside a figure, ending at one x, then the text below it.
+        line("The figure on the right shows the tester's main window with", 210, 72, 330),
+        line("its status bar, its buttons and the area that lists results", 225, 72, 331),
+        line("of the last run; the text goes on below it at the full width of the", 240, 72, 520),
+        line("column.", 255, 72, 110),
+    ]
+    blocks = group_blocks(lines)
+    assert [b.text for b in blocks] == [
+        f"{full}和稳定性测试等功能。",
+        "Windows 10/11",
+        "自动检测SD卡和控制器状态",
+        "支持多种测试项目：",
+        "实时显示测试进度",
+        "The figure on the right shows the tester's main window with its status bar, its"
+        " buttons and the area that lists results of the last run; the text goes on below it"
+        " at the full width of the column.",
+    ], [b.text for b in blocks]
+    # The items are a run: none of them can be taken for a heading.
+    assert [b.in_run for b in blocks] == [False, True, True, True, True, False]
+
+
+def test_a_cell_keeps_identifiers_whole_where_the_producer_cut_them() -> None:
+    """A browser print writes "DATABASE_URL" as three runs, the underscore a flat glyph
+    below the letters' box: the cell reads "DATABASE_URL", not "DATABASE URL _"; words
+    with a space between them stay apart, and a row below stays below."""
+    from parsers.pdf.tables import join_words
+
+    words = [
+        Word("PAPERS", 40.0, 129.9, 66.4, 133.8, order=1),
+        Word("_", 66.4, 134.5, 69.7, 135.0, order=2),
+        Word("DATABASE", 69.7, 129.9, 96.1, 133.8, order=3),
+        Word("_", 96.1, 134.5, 99.4, 135.0, order=4),
+        Word("URL", 99.4, 129.9, 109.3, 133.8, order=5),
+        Word("(optional)", 111.0, 129.9, 135.0, 133.8, order=6),
+        Word("news", 40.0, 135.6, 52.0, 139.5, order=7),
+    ]
+    assert join_words(words) == "PAPERS_DATABASE_URL (optional) news"
