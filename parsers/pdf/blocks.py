@@ -2,8 +2,9 @@
 
 A block break is a vertical gap, a move up (a new column), a change of size or
 weight, a line that starts with a list marker (``primitives.LIST_START``) or
-a drawn bullet, or two short lines in a row where the first had room for more. ``parsers.pdf.headings`` then marks headings among the blocks,
-and ``parsers.pdf.assemble`` turns them into a DoclingDocument.
+a drawn bullet, or two short lines in a row where the first had room for more.
+``parsers.pdf.headings`` then marks headings among the blocks, and
+``parsers.pdf.assemble`` turns them into a DoclingDocument.
 """
 
 from __future__ import annotations
@@ -89,21 +90,27 @@ def _continues(prev: Line, line: Line) -> bool:
     )
 
 
-def _leading(lines: list[Line]) -> dict[int, float]:
-    """The usual white gap between the lines of a paragraph, per font size.
-
-    Measured after lines that run (nearly) the full width of the page's text,
-    which a paragraph goes on from. Chinese and Japanese are often set with a
-    line gap larger than the glyphs, and so are double-spaced manuscripts: the
-    gap that splits paragraphs is judged against this, not against the glyphs.
-    """
-    widest: dict[int, float] = {}
+def _widest(lines: list[Line]) -> dict[int, float]:
+    """Per page, the width of its widest lines (the 90th percentile: a stray long line,
+    a rule of dots, does not set it)."""
     by_page: dict[int, list[float]] = {}
     for ln in lines:
         by_page.setdefault(ln.page_no, []).append(ln.right - ln.left)
+    widest: dict[int, float] = {}
     for page_no, widths in by_page.items():
         widths.sort()
         widest[page_no] = widths[int(0.9 * (len(widths) - 1))]
+    return widest
+
+
+def _leading(lines: list[Line], widest: dict[int, float]) -> dict[int, float]:
+    """The usual white gap between the lines of a paragraph, per font size.
+
+    Measured after lines that run (nearly) the full width of the page's text
+    (``widest``), which a paragraph goes on from. Chinese and Japanese are often set
+    with a line gap larger than the glyphs, and so are double-spaced manuscripts: the
+    gap that splits paragraphs is judged against this, not against the glyphs.
+    """
     gaps: dict[int, list[float]] = {}
     for prev, line in itertools.pairwise(lines):
         if not _continues(prev, line) or prev.right - prev.left < 0.9 * widest[prev.page_no]:
@@ -117,27 +124,21 @@ def _leading(lines: list[Line]) -> dict[int, float]:
 Spans = dict[int, list[tuple[float, float, float]]]
 
 
-def column_spans(lines: list[Line]) -> Spans:
+def column_spans(lines: list[Line], widest: dict[int, float] | None = None) -> Spans:
     """Per page, the (left, right, size) spans of its full lines: those nearly as wide as
-    the widest lines of the page, one span per column they run in, with the size of the
-    text that fills it."""
-    by_page: dict[int, list[Line]] = {}
-    for ln in lines:
-        if ln.text.strip():
-            by_page.setdefault(ln.page_no, []).append(ln)
+    the widest lines of the page (``widest``, measured here when not given), one span per
+    column they run in, with the size of the text that fills it."""
+    lines = [ln for ln in lines if ln.text.strip()]
+    widest = _widest(lines) if widest is None else widest
     out: Spans = {}
-    for page_no, page in by_page.items():
-        widths = sorted(ln.right - ln.left for ln in page)
-        widest = widths[int(0.9 * (len(widths) - 1))]
-        spans: list[tuple[float, float, float]] = []
-        for ln in sorted(page, key=lambda ln: ln.left):
-            if ln.right - ln.left < 0.9 * widest:
-                continue
-            if spans and abs(spans[-1][0] - ln.left) <= ln.fsize:
-                spans[-1] = (spans[-1][0], max(spans[-1][1], ln.right), spans[-1][2])
-            else:
-                spans.append((ln.left, ln.right, ln.fsize))
-        out[page_no] = spans
+    for ln in sorted(lines, key=lambda ln: ln.left):
+        if ln.right - ln.left < 0.9 * widest[ln.page_no]:
+            continue
+        spans = out.setdefault(ln.page_no, [])
+        if spans and abs(spans[-1][0] - ln.left) <= ln.fsize:
+            spans[-1] = (spans[-1][0], max(spans[-1][1], ln.right), spans[-1][2])
+        else:
+            spans.append((ln.left, ln.right, ln.fsize))
     return out
 
 
@@ -175,8 +176,9 @@ def group_blocks(lines: list[Line], spans: Spans | None = None) -> list[Block]:
     """Group consecutive lines of one page into paragraphs and list items. ``spans``:
     the pages' full-line spans (``column_spans``), when ``lines`` are only part of them."""
     lines = [ln for ln in lines if ln.text.strip()]
-    spans = column_spans(lines) if spans is None else spans
-    leading = _leading(lines)
+    widest = _widest(lines)
+    spans = column_spans(lines, widest) if spans is None else spans
+    leading = _leading(lines, widest)
     blocks: list[Block] = []
     current: Block | None = None
     prev: Line | None = None

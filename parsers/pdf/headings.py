@@ -28,6 +28,7 @@ from typing import Any
 from parsers.pdf.blocks import FULL_BOLD, Block
 from parsers.pdf.primitives import (
     BULLET_START,
+    LARGER,
     Line,
     is_cjk,
     is_mono_face,
@@ -74,9 +75,6 @@ _ADDRESS = re.compile(
     r"|jp|fr|eu|us)/\S*)$"
 )
 # A line that only numbers its page: "Page 3", "Page 1/5", "Seite 2 von 9", "第 3 页".
-# A line this many times the body's size is set clearly larger: a heading by size alone
-# (a browser's h3 is 1.17 em). Sizes are points, so no allowance for box noise.
-_LARGER = 1.12
 _PAGE_NUMBER = re.compile(
     r"^(?:(?:page|pg\.|p\.|seite|página|pagina|strona)\s*\d+(?:\s*(?:/|of|von|de|sur|di|z)\s*\d+)?"
     r"|第\s*\d+\s*页(?:\s*[/,，]?\s*共\s*\d+\s*页)?)$",
@@ -501,7 +499,7 @@ def classify_headings(
             b
             for b in candidates
             if style(b) in outline_style
-            or b.height >= body.size * _LARGER
+            or b.height >= body.size * LARGER
             or _SECTION_NUMBER.match(b.text)
         ]
     level_of = heading_levels((style(b) for b in candidates), outline_style)
@@ -846,7 +844,7 @@ def _is_heading(
     if re.search(r"[^\W\d_]-$", text.rstrip()):
         return False  # "... num et fer-": a word broken at the line end, running text
     ratio = block.height / max(body.size, 0.1)
-    larger = block.height >= body.size * _LARGER
+    larger = block.height >= body.size * LARGER
     if ratio < 0.9 and not _small_heading(block, body, blocks, position):
         return False  # smaller than the text: a label in a figure or a sidebar
     if not larger and ("，" in text or "；" in text or "://" in text):

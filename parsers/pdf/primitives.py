@@ -196,6 +196,11 @@ LIST_START = re.compile(rf"^(?:{_BULLETS}|{_ITEM_MARKS}|{_NUMBERING})\s+\S")
 # Fonts
 # --------------------------------------------------------------------------- #
 
+# Text this many times the size of the text around it is set clearly larger: a heading
+# by size alone (a browser's h3 is 1.17 em), not a table's row. Sizes are points, so no
+# allowance for box noise.
+LARGER = 1.12
+
 # Faces by name. PDF font names carry the weight by convention ("Arial-BoldMT",
 # "MyriadPro-Bd", "NotoSansCJKkr-Black"; TeX's Computer Modern "CMBX12", "SFBX1000").
 _BOLD_WORDS = re.compile(r"bold|black|heavy|demi", re.I)

@@ -29,6 +29,7 @@ from typing import Any
 
 from parsers.models import ParseWarning
 from parsers.pdf.primitives import (
+    LARGER,
     MARKER,
     DisjointSets,
     Word,
@@ -190,10 +191,10 @@ def join_words(words: Sequence[Word]) -> str:
         if rows:
             last = rows[-1]
             ref = statistics.median(x.cy for x in last)
-            h = min(w.height, statistics.median(x.height for x in last))
+            hr = statistics.median(x.height for x in last)
+            h = min(w.height, hr)
             # A small glyph in the row's band, down to its descenders (an underscore, a
             # low comma), is of the row however far its centre sits from the letters'.
-            hr = statistics.median(x.height for x in last)
             inside = (
                 w.height <= hr
                 and w.top >= min(x.top for x in last) - 0.4 * hr
@@ -213,13 +214,12 @@ def join_words(words: Sequence[Word]) -> str:
         out: list[str] = []
         prev: Word | None = None
         for w in sorted(row, key=lambda w: w.order):
-            h = max(w.height, prev.height) if prev is not None else 0.0
-            if (
-                prev is not None
-                and out
-                and (w.text.startswith("_") or out[-1].endswith("_"))
-                and -0.05 * h <= w.left - prev.right <= 0.1 * h
-            ):
+            if prev is not None and (w.text.startswith("_") or out[-1].endswith("_")):
+                h = max(w.height, prev.height)
+                touching = -0.05 * h <= w.left - prev.right <= 0.1 * h
+            else:
+                touching = False
+            if touching:
                 out[-1] += w.text.strip()
             else:
                 out.append(w.text)
@@ -485,8 +485,6 @@ _ALIGNED_MAX_WORDS = 10
 # A section number of two or more levels ("1.3", "2.4.1."): LaTeX sets it a quad
 # before the heading's title, so the heading reads as a row of two cells.
 _SUBSECTION_NUMBER = re.compile(r"\d{1,2}(?:\.\d{1,2}){1,4}\.?")
-# A row set this much larger than the rows around it is a heading, not a table row.
-_LARGER_ROW = 1.12
 
 
 @dataclass(slots=True)
@@ -740,7 +738,7 @@ def _without_edge_headings(run: list[_Row]) -> list[_Row]:
     size = statistics.median(_row_size(r) for r in run)
 
     def heading(row: _Row) -> bool:
-        return numbered(row) or _row_size(row) > size * _LARGER_ROW
+        return numbered(row) or _row_size(row) > size * LARGER
 
     start, end = 0, len(run)
     while start < end and heading(run[start]):
