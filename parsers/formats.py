@@ -180,7 +180,10 @@ FORMATS: tuple[FormatSpec, ...] = (
         #    no longer run together; a section heading right above or below a table
         #    without vertical borders stays a heading; a cell keeps "DATABASE_URL" whole
         #    where a browser wrote it in runs (issue #32).
-        version="8",
+        # 9: a gap where Chinese or Japanese meets Latin letters or digits is a space
+        #    ("基于 LightGBM 的"), as pdfium reads the page; a short line above a longer one
+        #    that had room for its first word was broken by the writer (issue #32).
+        version="9",
         binary=True,
     ),
     FormatSpec(

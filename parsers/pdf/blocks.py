@@ -142,15 +142,17 @@ def column_spans(lines: list[Line], widest: dict[int, float] | None = None) -> S
     return out
 
 
-def _broken_on_purpose(prev: Line, line: Line, spans: Spans) -> bool:
+def _broken_on_purpose(prev: Line, line: Line, spans: Spans, before: Line | None) -> bool:
     """Two lines that both end short of their column, the first with room left for the
     next one's first word: the writer broke the line, the typesetter did not (a list
     whose markers are drawn shapes, an address, one item per line). Chinese and
     Japanese wrap at any character, so there room for two characters is enough. Lines
-    that end at one x short of the column wrap around a figure; a short line above a
-    full one ends its paragraph as any paragraph's last line does. Only lines set at the
-    size of the text that fills the column: a title over two lines is one title, and a
-    slide's larger bullets keep their own rules."""
+    that end at one x short of the column wrap around a figure. A line at the same left
+    that runs on past where the first one had room for its first word shows the same
+    without the column's edge (a page of list items has no full line to measure it by),
+    unless the first ends where the line ``before`` it does (it wrapped at a figure).
+    Only lines set at the size of the text that fills the column: a title over two lines
+    is one title, and a slide's larger bullets keep their own rules."""
     words = line.text.split()
     if not words or not all(any(c.isalpha() for c in ln.text) for ln in (prev, line)):
         return False  # a line without letters: a diagram's rule drawn in text ("+---+")
@@ -165,6 +167,12 @@ def _broken_on_purpose(prev: Line, line: Line, spans: Spans) -> bool:
     edge = max(edges)
     first = words[0]
     need = 2 * em if is_cjk(first[0]) else (len(first) + 1) * 0.6 * em
+    if (
+        abs(line.left - prev.left) <= 0.5 * em
+        and line.right - prev.right > need
+        and (before is None or abs(before.right - prev.right) > 0.5 * em)
+    ):
+        return True  # the next line itself runs on past where this one's first word fits
     return (
         edge - prev.right > need
         and edge - line.right > em
@@ -198,7 +206,8 @@ def group_blocks(lines: list[Line], spans: Spans | None = None) -> list[Block]:
                 or gap < -0.5 * line.height  # moved up: a new column or region
                 or _style_break(line, prev, max(ln.right for ln in current.lines))
             )
-            if not new_block and _broken_on_purpose(prev, line, spans):
+            before = current.lines[-2] if len(current.lines) > 1 else None
+            if not new_block and _broken_on_purpose(prev, line, spans, before):
                 new_block = in_run = current.in_run = True
         if new_block:
             current = Block("list_item" if starts_list else "paragraph", [line], in_run=in_run)

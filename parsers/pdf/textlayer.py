@@ -33,6 +33,7 @@ from parsers.pdf.primitives import (
     face_name,
     fold_radicals,
     is_bold_face,
+    is_cjk,
     is_rtl,
     is_symbol_face,
     walk_objects,
@@ -134,6 +135,92 @@ def _with_text_objects(page: Any, words: list[Word], unresolved: set[str]) -> li
             w = replace(w, pt=pt, font=name if name and w.font in unresolved else w.font)
         out.append(w)
     return out
+
+
+def _script_change(a: str, b: str) -> bool:
+    """Chinese or Japanese on one side, a Latin letter or digit on the other."""
+    return is_cjk(a) != is_cjk(b) and (a if is_cjk(b) else b).isalnum()
+
+
+def _spaced_at_script_changes(page: Any, words: list[Word]) -> list[Word]:
+    """The words with a space where Chinese or Japanese meets Latin letters or digits
+    and the page leaves a word space's gap between them, as pdfium reads it.
+
+    docling-parse keeps "基于LightGBM的RUL预测" as one word although xeCJK, Word and
+    pandoc's templates set a quarter-em gap at each change of script (the space the
+    writer typed, or the typesetter's glue): the reader sees "基于 LightGBM 的 RUL 预测".
+    pdfium's text of the word's box has those spaces; only they are taken, and only
+    when pdfium reads the same characters (a box that catches a neighbour's glyph
+    changes nothing). Gaps inside a run of one script are docling-parse's to judge."""
+    todo = [
+        k
+        for k, w in enumerate(words)
+        if any(_script_change(a, b) for a, b in itertools.pairwise(w.text))
+    ]
+    if not todo:
+        return words
+    height = page.get_height()
+    textpage = page.get_textpage()
+    out = list(words)
+    try:
+        for k in todo:
+            w = words[k]
+            # The box without its top third, where the descenders of the line above
+            # reach, and a little in from either end, where the next glyphs touch it.
+            h = w.bottom - w.top
+            seen = textpage.get_text_bounded(
+                w.left + 0.1 * h,
+                height - w.bottom + 0.05 * h,
+                w.right - 0.1 * h,
+                height - w.top - 0.35 * h,
+            )
+            spaced = _respaced(w.text, fold_radicals(seen))
+            if spaced != w.text:
+                out[k] = replace(w, text=spaced)
+    finally:
+        textpage.close()
+    return out
+
+
+def _respaced(text: str, seen: str) -> str:
+    """``text`` with a space at each change of script where ``seen`` has one, when the
+    two hold the same letters and digits (docling-parse writes "——" as "--" and
+    curly quotes straight; pdfium keeps them); else ``text`` unchanged."""
+    spaced: list[bool] = []  # per letter or digit of ``seen``: only spaces before it
+    between = ""
+    for ch in seen:
+        if ch.isalnum():
+            spaced.append(bool(between) and not between.strip())
+            between = ""
+        else:
+            between += ch
+    if [ch for ch in seen if ch.isalnum()] != [ch for ch in text if ch.isalnum()]:
+        return text
+    out: list[str] = []
+    k = 0
+    for i, ch in enumerate(text):
+        if ch.isalnum():
+            if i and spaced[k] and _script_change(text[i - 1], ch):
+                out.append(" ")
+            k += 1
+        out.append(ch)
+    return "".join(out)
+
+
+def _with_word_spaces(text: str, words: list[Word]) -> str:
+    """A line's text with the spaces its words were given (``_spaced_at_script_changes``):
+    docling-parse's line holds each such word without them."""
+    pos = 0
+    for w in sorted(words, key=lambda w: w.order):
+        if " " not in w.text.strip():
+            continue
+        glued = "".join(w.text.split())
+        i = text.find(glued, pos)
+        if i < 0:
+            continue
+        text = text[:i] + w.text + text[i + len(glued) :]
+        pos = i + len(w.text)
+    return text
 
 
 def _holders(boxes: list[tuple[float, ...]]) -> Callable[[Word], list[tuple[float, int]]]:
@@ -395,7 +482,9 @@ def _page_lines(
             _score, k = min(((word not in page_lines[k][0], area), k) for area, k in held)
             owned[k].append(w)
     built = [
-        _line_from_words(page_no, _close_false_spaces(text, owned[k]), box, owned[k])
+        _line_from_words(
+            page_no, _close_false_spaces(_with_word_spaces(text, owned[k]), owned[k]), box, owned[k]
+        )
         for k, (text, box) in enumerate(page_lines)
     ]
     return _merge_row_fragments(built)
@@ -493,6 +582,10 @@ class _PageReader:
             try:
                 words = _with_text_objects(page, words, unresolved)
             except Exception as exc:  # typography is a hint; the text stands without it
+                self.font_error = self.font_error or str(exc)
+            try:
+                words = _spaced_at_script_changes(page, words)
+            except Exception as exc:  # spacing is a hint, as the fonts are
                 self.font_error = self.font_error or str(exc)
             try:
                 rules = page_rules(page)

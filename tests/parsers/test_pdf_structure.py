@@ -218,6 +218,28 @@ def test_spaces_inside_a_word_are_closed() -> None:
     assert _close_false_spaces("toute sécurité", apart) == "toute sécurité"
 
 
+def test_a_gap_where_chinese_meets_latin_is_a_space(tmp_path: Path) -> None:
+    """Where Chinese meets Latin letters the typesetter leaves a gap (xeCJK's glue, the
+    space the writer typed) that docling-parse may keep inside one word: the reader
+    sees "基于 LightGBM", and so does the stored text. Touching glyphs stay joined,
+    and so do gaps inside one script."""
+    from tests.helpers.pdfgen import write_cjk_pdf
+
+    pdf = write_cjk_pdf(
+        tmp_path / "mixed.pdf",
+        [
+            ["基于", "LightGBM", "的模型"],
+            ["基于", 120, "LightGBM", 250, "的", 250, "RUL", 250, "预测"],
+            ["运行", 120, "Tester.exe", 0, "即可"],
+        ],
+    )
+    _doc, _parser, _warnings = parse_pdf_offline(pdf, ParseSettings())
+    text = stored_markdown(_doc)
+    assert "基于LightGBM的模型" in text
+    assert "基于 LightGBM 的 RUL 预测" in text
+    assert "运行 Tester.exe即可" in text
+
+
 def tables_page(p: Page) -> None:
     """Captions set larger than the text, each above a ruled table; almost all the
     page's text is in the tables' cells."""
@@ -1383,6 +1405,29 @@ def test_short_lines_the_writer_broke_are_paragraphs_of_their_own() -> None:
     ], [b.text for b in blocks]
     # The items are a run: none of them can be taken for a heading.
     assert [b.in_run for b in blocks] == [False, True, True, True, True, False]
+
+
+def test_a_short_line_above_a_longer_one_with_room_for_its_first_word_was_broken() -> None:
+    """A page of list items only (Typora's nested lists): no line runs the column's full
+    width, so the page's widest lines are items too. An item that a longer item below it
+    shows had room for more is an item of its own; a wrapped line whose next word would
+    not have fitted stays in its paragraph."""
+    from parsers.pdf.blocks import group_blocks
+
+    def line(text: str, top: float, right: float) -> Line:
+        return Line(1, text, 143, top, right, top + 10, 10.0, 0.0, "MicrosoftYaHei")
+
+    lines = [
+        line("控制器：显示当前控制器型号", 100, 270),
+        line("控制器能力：显示当前控制器支持的SD卡模式", 115, 341),
+        line("Retries are counted per request and the limit is", 135, 341),
+        line("configurable per client.", 150, 262),
+    ]
+    assert [b.text for b in group_blocks(lines)] == [
+        "控制器：显示当前控制器型号",
+        "控制器能力：显示当前控制器支持的SD卡模式",
+        "Retries are counted per request and the limit is configurable per client.",
+    ]
 
 
 def test_a_cell_keeps_identifiers_whole_where_the_producer_cut_them() -> None:
