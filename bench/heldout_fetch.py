@@ -15,6 +15,7 @@ Layout written (``ROOT`` is ``/tmp`` unless ``--root`` says otherwise)::
     set 6: ROOT/heldout6/NAME.pdf      ROOT/heldout6/groundtruth/NAME.md
     set 7: ROOT/heldout7/NAME.pdf      ROOT/heldout7/groundtruth/NAME.md
     set 8: ROOT/heldout8/NAME.pdf      ROOT/heldout8/groundtruth/NAME.md
+    set 9: ROOT/heldout9/NAME.pdf      ROOT/heldout9/groundtruth/NAME.md
 
 Every file is the blob ``COMMIT:PATH`` unchanged, except the three ``dleval_*``
 ground truths of set 3: those are
@@ -848,6 +849,127 @@ PAIRS: tuple[Pair, ...] = (
         "需求规格说明书.pdf",
         "需求规格说明书.md",
     ),
+    # set 9: source Markdown + the PDF built from it, committed side by side (new repositories)
+    Pair(
+        9,
+        "pandoc_pankyll_readme",
+        "ckuelker/pankyll-pandoc",
+        "7e778b2c185404fcae3ec04611e2dfc7cfd97efc",
+        "README.pdf",
+        "README.md",
+    ),
+    Pair(
+        9,
+        "pandoc_shell_cmd_guide",
+        "lostjared/shell-cmd",
+        "57f599ad5571b351b3189308612c35ceca923dc6",
+        "GUIDE.pdf",
+        "GUIDE.md",
+    ),
+    Pair(
+        9,
+        "weasyprint_deepwiki_usage_examples",
+        "LoganZechella/mcp-deepwiki-server",
+        "5279f17deee6bca6bd07596472f983bb422452c5",
+        "examples/usage-examples.pdf",
+        "examples/usage-examples.md",
+    ),
+    Pair(
+        9,
+        "weasyprint_openclaw_after_setup",
+        "RusDyn/moltbot-vps-guide",
+        "b703bfc3f5b0513a70cea3f854ad42c5b3f66dd1",
+        "AFTER.pdf",
+        "AFTER.md",
+    ),
+    Pair(
+        9,
+        "phantomjs_drumkid_manual",
+        "mattybrad/drumkid",
+        "afcd6b0853cb7ee1c2e52094e9270c758ed9fe09",
+        "manual.pdf",
+        "docs/v6/manual.md",
+    ),
+    Pair(
+        9,
+        "reportlab_easy_ip_user_guide",
+        "Rickardjd/Easy_IP",
+        "98876c579cb302a000f28d9e69f521f23c54cd29",
+        "docs/USER_GUIDE.pdf",
+        "docs/USER_GUIDE.md",
+    ),
+    Pair(
+        9,
+        "chrome_maus_user_guide",
+        "deepnmr/maus",
+        "56cb9b45df057656a7cbf5f54066bb33cb6a2c18",
+        "GUIDE.pdf",
+        "GUIDE.md",
+    ),
+    Pair(
+        9,
+        "zh_typora_compiler_lab2_guide",
+        "Naputao/Compiler-Docs",
+        "b0d9d8f2cb64cc8be4beb30b708c25eec2e79b7d",
+        "lab2/实验二.pdf",
+        "lab2/实验二.md",
+    ),
+    Pair(
+        9,
+        "zh_typora_kf_gins_readme",
+        "i2Nav-WHU/KF-GINS",
+        "85a6f060e63b5226de8613404cd8716473f7ca76",
+        "README_CN.pdf",
+        "README_CN.md",
+    ),
+    Pair(
+        9,
+        "zh_typora_joystickbit_readme",
+        "emakefun/pxt-joystickbit",
+        "425616fec04c25945de583152fc2d7b2554f3e65",
+        "README_zh.pdf",
+        "README_zh.md",
+    ),
+    Pair(
+        9,
+        "zh_marktext_find_stones_readme",
+        "windzu/find_stones_solution",
+        "18ac36e18030acb131df6db0ac79739f06e95c68",
+        "README_zh-CN.pdf",
+        "README_zh-CN.md",
+    ),
+    Pair(
+        9,
+        "zh_fpdf_blender_weight_dev_doc",
+        "skulunna-blip/blender-weight-manager",
+        "d32d7ff7d2d58dd0cc841f863717afe59e701540",
+        "docs/开发文档.pdf",
+        "docs/开发文档.md",
+    ),
+    Pair(
+        9,
+        "zh_vscode_deploy_doc",
+        "RioArisk/test",
+        "d167b6998fe8fe22d14eb28b42898a1c603b041a",
+        "部署文档.pdf",
+        "部署文档.md",
+    ),
+    Pair(
+        9,
+        "ja_vscode_fenrir_spec",
+        "midoriba/fenrir-assignment",
+        "f9caf3ccc8919088c7ee8d7d765708ad19913db8",
+        "仕様書.pdf",
+        "仕様書.md",
+    ),
+    Pair(
+        9,
+        "ko_mdtopdf_genomic_readme",
+        "nganlinh4/genomic_relatedness_classifier",
+        "9ff976e6cdf8378e6e47729313ed2edfa66c9379",
+        "README_KR.pdf",
+        "README_KR.md",
+    ),
 )
 
 SET_DIRS = {
@@ -859,6 +981,7 @@ SET_DIRS = {
     6: "heldout6",
     7: "heldout7",
     8: "heldout8",
+    9: "heldout9",
 }
 
 
