@@ -183,7 +183,10 @@ FORMATS: tuple[FormatSpec, ...] = (
         # 9: a gap where Chinese or Japanese meets Latin letters or digits is a space
         #    ("基于 LightGBM 的"), as pdfium reads the page; a short line above a longer one
         #    that had room for its first word was broken by the writer (issue #32).
-        version="9",
+        # 10: the body text is the prose, not the code listings that may hold most of a
+        #    guide's characters, so its numbered steps and code set larger than the prose
+        #    are not headings (issue #32).
+        version="10",
         binary=True,
     ),
     FormatSpec(

@@ -132,11 +132,13 @@ def read_outline(path: Path, first_page: int = 1) -> list[OutlineEntry]:
 
 @dataclass(frozen=True, slots=True)
 class BodyStyle:
-    """The running text's style: median glyph height, bold or not, typeface."""
+    """The running text's style: median glyph height, bold or not, typeface; and the
+    size most of the code is set at, in a monospaced face (0: no code)."""
 
     size: float
     bold: bool
     face: str
+    code_size: float = 0.0
 
 
 # A heading style: (glyph height rounded to a point, bold); one level per style.
@@ -178,7 +180,7 @@ class RangeHeadings:
         body = self.body
         return {
             "outline": [[e.level, e.title, e.page_no, e.top] for e in self.outline],
-            "body": [body.size, body.bold, body.face] if body else None,
+            "body": [body.size, body.bold, body.face, body.code_size] if body else None,
             "marks": [[m.size, m.bold, m.outline_level] for m in self.marks],
         }
 
@@ -187,7 +189,9 @@ class RangeHeadings:
         body = data.get("body")
         return cls(
             outline=[OutlineEntry(*entry) for entry in data.get("outline") or ()],
-            body=BodyStyle(float(body[0]), bool(body[1]), str(body[2])) if body else None,
+            body=BodyStyle(float(body[0]), bool(body[1]), str(body[2]), float(body[3]))
+            if body
+            else None,
             marks=[
                 HeadingMark(float(size), bool(bold), None if level is None else int(level))
                 for size, bold, level in data.get("marks") or ()
@@ -255,16 +259,18 @@ def mark_levels(marks: Sequence[HeadingMark]) -> list[int]:
 
 def _body_style(blocks: Sequence[Block]) -> BodyStyle:
     """The style that carries the most characters: the running text (not the text OCR
-    read in pictures, where there is other)."""
+    read in pictures, where there is other, nor code listings in a monospaced face,
+    where the prose holds a tenth of the characters or more: a deployment guide that is
+    mostly commands is read by its prose)."""
     every = [ln for b in blocks for ln in b.lines]
     lines = [ln for ln in every if not ln.picture] or every
-    by_size: dict[float, int] = {}
-    for ln in lines:
-        key = round(ln.fsize, 0)
-        by_size[key] = by_size.get(key, 0) + len(ln.text)
-    if not by_size:
+    code = [ln for ln in lines if is_mono_face(ln.font)]
+    prose = [ln for ln in lines if not is_mono_face(ln.font)]
+    if sum(len(ln.text) for ln in prose) * 10 >= sum(len(ln.text) for ln in lines):
+        lines = prose
+    if not lines:
         return BodyStyle(10.0, False, "")
-    body_key = max(by_size.items(), key=lambda kv: kv[1])[0]
+    body_key = _most_text(lines)
     body_lines = [ln for ln in lines if round(ln.fsize, 0) == body_key]
     size = statistics.median(ln.fsize for ln in body_lines)
     bold_chars = sum(len(ln.text) * ln.bold for ln in body_lines)
@@ -272,7 +278,26 @@ def _body_style(blocks: Sequence[Block]) -> BodyStyle:
     for ln in body_lines:
         faces[ln.font] = faces.get(ln.font, 0) + len(ln.text)
     face = max(faces.items(), key=lambda kv: kv[1])[0]
-    return BodyStyle(size, bold_chars * 2 > sum(len(ln.text) for ln in body_lines), face)
+    code_key = _most_text(code) if code else 0.0
+    code_size = (
+        statistics.median(ln.fsize for ln in code if round(ln.fsize, 0) == code_key)
+        if code
+        else 0.0
+    )
+    bold = bold_chars * 2 > sum(len(ln.text) for ln in body_lines)
+    return BodyStyle(size, bold, face, code_size)
+
+
+def _most_text(lines: Sequence[Line]) -> float:
+    """The size, rounded to a point, that carries the most characters of ``lines``; of
+    sizes within a tenth of that, the smallest (a short deck's titles carry as many
+    characters as its text: headings are set larger than the text, not smaller)."""
+    by_size: dict[float, int] = {}
+    for ln in lines:
+        key = round(ln.fsize, 0)
+        by_size[key] = by_size.get(key, 0) + len(ln.text)
+    most = max(by_size.values())
+    return min(size for size, n in by_size.items() if n * 10 >= most * 9)
 
 
 def _page_furniture(blocks: Sequence[Block]) -> set[int]:
@@ -849,8 +874,13 @@ def _is_heading(
         return False  # smaller than the text: a label in a figure or a sidebar
     if not larger and ("，" in text or "；" in text or "://" in text):
         return False  # a clause break or a web address in a line at body size: a sentence
-    if not larger and all(is_mono_face(ln.font) for ln in block.lines):
-        return False  # "public:", "else" set bold in a listing: code, not a heading
+    faced = [ln.font for ln in block.lines if ln.font]  # not "{" on a line of its own
+    if (
+        faced
+        and all(is_mono_face(f) for f in faced)
+        and not (larger and block.height >= body.code_size * LARGER)
+    ):
+        return False  # "public:", "else" set bold in a listing, code set larger than prose
     # Strong cues set a heading apart from the running text on their own: a
     # clearly larger size, or bold where the body is not.
     strong = larger or (block.bold and not body.bold)

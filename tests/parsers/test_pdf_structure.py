@@ -240,6 +240,73 @@ def test_a_gap_where_chinese_meets_latin_is_a_space(tmp_path: Path) -> None:
     assert "运行 Tester.exe即可" in text
 
 
+def _guide_page(prose: str, prose_size: float, code_size: float) -> Callable[[Page], None]:
+    """A deployment guide: a bold title, then numbered steps in ``prose`` each followed
+    by a listing in Courier; the listings hold most of the page's characters."""
+
+    def draw(p: Page) -> None:
+        p.text("Deploying the service", 72, 80, "Helvetica-Bold", 16)
+        y = 120.0
+        for n, step in enumerate(["Install the tools", "Start the broker", "Load the data"], 1):
+            p.text(f"{n}. {step}", 72, y, prose, prose_size)
+            y += 22
+            for k in range(6):
+                p.text(
+                    f"sudo dnf -y install gcc make openssl-devel libffi-devel pkg{n}{k}",
+                    84,
+                    y,
+                    "Courier",
+                    code_size,
+                )
+                y += code_size + 3
+            y += 14
+        p.text(
+            "The broker keeps its queues on disk; restart it after the upgrade.",
+            72,
+            y,
+            prose,
+            prose_size,
+        )
+
+    return draw
+
+
+def test_a_guide_that_is_mostly_code_is_read_by_its_prose(tmp_path: Path) -> None:
+    """Where listings hold most of the characters, the running text is still the prose:
+    its numbered steps are neither set in "another face" than a Courier body (same size)
+    nor "larger" than code set smaller than them, so they stay list items; code set
+    larger than the prose is not a heading either. The title stays the one heading."""
+    for name, prose_size, code_size in (
+        ("same", 10.0, 10.0),
+        ("smaller", 11.0, 8.0),
+        ("larger", 8.0, 10.0),
+    ):
+        pdf = make_pdf(tmp_path / f"{name}.pdf", _guide_page("Helvetica", prose_size, code_size))
+        doc, _parser, _warnings = parse_pdf_offline(pdf, ParseSettings())
+        md = stored_markdown(doc)
+        assert _headings(md) == ["Deploying the service"], (name, md)
+        assert "Install the tools" in md and "pkg35" in md
+
+
+def test_a_short_decks_titles_are_not_its_body_text() -> None:
+    """A Beamer deck of short slides: the titles (14 pt) carry as many characters as the
+    text (11 pt), and the code (11 pt, Courier) more than both. The body is the prose at
+    11 pt, so the titles stay larger than it."""
+    from parsers.pdf.headings import _body_style
+
+    def block(text: str, top: float, size: float, font: str) -> Block:
+        return Block("paragraph", [Line(1, text, 72, top, 400, top + size, size, 0.0, font)])
+
+    blocks = [
+        block("What is Reason: code vs code, again", 40, 14.0, "LMSans12-Regular"),
+        block("A language for the evening shift", 80, 11.0, "LMSans10-Regular"),
+        block('let greeting = name => "Hello " ++ name ++ "!";', 120, 11.0, "LMMono10-Regular"),
+        block("let area = (w, h) => w * h; /* float */", 140, 11.0, "LMMono10-Regular"),
+    ]
+    body = _body_style(blocks)
+    assert (round(body.size), body.face, round(body.code_size)) == (11, "LMSans10-Regular", 11)
+
+
 def tables_page(p: Page) -> None:
     """Captions set larger than the text, each above a ruled table; almost all the
     page's text is in the tables' cells."""
