@@ -186,7 +186,9 @@ FORMATS: tuple[FormatSpec, ...] = (
         # 10: the body text is the prose, not the code listings that may hold most of a
         #    guide's characters, so its numbered steps and code set larger than the prose
         #    are not headings (issue #32).
-        version="10",
+        # 11: a run of Latin letters too long for a word takes the spaces pdfium reads in
+        #    it ("beensuccessfullytestedwith": XeLaTeX, English in a CJK font) (issue #32).
+        version="11",
         binary=True,
     ),
     FormatSpec(

@@ -17,6 +17,7 @@ import ctypes
 import functools
 import itertools
 import math
+import re
 import sys
 import unicodedata
 import weakref
@@ -142,20 +143,28 @@ def _script_change(a: str, b: str) -> bool:
     return is_cjk(a) != is_cjk(b) and (a if is_cjk(b) else b).isalnum()
 
 
+# A run of Latin letters longer than almost any word: "beensuccessfullytestedwith".
+_LONG_LATIN = re.compile(r"[A-Za-z\u00c0-\u024f]{16,}")
+
+
 def _spaced_at_script_changes(page: Any, words: list[Word]) -> list[Word]:
     """The words with a space where Chinese or Japanese meets Latin letters or digits
-    and the page leaves a word space's gap between them, as pdfium reads it.
+    and the page leaves a word space's gap between them, as pdfium reads it; and inside
+    a run of Latin letters too long for a word.
 
     docling-parse keeps "基于LightGBM的RUL预测" as one word although xeCJK, Word and
     pandoc's templates set a quarter-em gap at each change of script (the space the
     writer typed, or the typesetter's glue): the reader sees "基于 LightGBM 的 RUL 预测".
-    pdfium's text of the word's box has those spaces; only they are taken, and only
-    when pdfium reads the same characters (a box that catches a neighbour's glyph
-    changes nothing). Gaps inside a run of one script are docling-parse's to judge."""
+    Where XeLaTeX sets English in a CJK font and justifies it tightly, it keeps
+    "beensuccessfullytestedwith" as one word too. pdfium's text of the word's box has
+    those spaces; only they are taken, and only when pdfium reads the same characters
+    (a box that catches a neighbour's glyph changes nothing). Other gaps inside a run
+    of one script are docling-parse's to judge."""
     todo = [
         k
         for k, w in enumerate(words)
-        if any(_script_change(a, b) for a, b in itertools.pairwise(w.text))
+        if _LONG_LATIN.search(w.text)
+        or any(_script_change(a, b) for a, b in itertools.pairwise(w.text))
     ]
     if not todo:
         return words
@@ -183,9 +192,10 @@ def _spaced_at_script_changes(page: Any, words: list[Word]) -> list[Word]:
 
 
 def _respaced(text: str, seen: str) -> str:
-    """``text`` with a space at each change of script where ``seen`` has one, when the
-    two hold the same letters and digits (docling-parse writes "——" as "--" and
-    curly quotes straight; pdfium keeps them); else ``text`` unchanged."""
+    """``text`` with a space where ``seen`` has one at each change of script and inside
+    a run of Latin letters too long for a word, when the two hold the same letters and
+    digits (docling-parse writes "——" as "--" and curly quotes straight; pdfium keeps
+    them); else ``text`` unchanged."""
     spaced: list[bool] = []  # per letter or digit of ``seen``: only spaces before it
     between = ""
     for ch in seen:
@@ -200,11 +210,18 @@ def _respaced(text: str, seen: str) -> str:
     k = 0
     for i, ch in enumerate(text):
         if ch.isalnum():
-            if i and spaced[k] and _script_change(text[i - 1], ch):
+            prev = text[i - 1] if i else ""
+            if spaced[k] and prev and (_script_change(prev, ch) or _in_long_latin(text, i)):
                 out.append(" ")
             k += 1
         out.append(ch)
     return "".join(out)
+
+
+def _in_long_latin(text: str, i: int) -> bool:
+    """``text[i - 1]`` and ``text[i]`` are letters of a run of Latin letters too long
+    for one word (``_LONG_LATIN``)."""
+    return any(m.start() < i < m.end() for m in _LONG_LATIN.finditer(text))
 
 
 def _with_word_spaces(text: str, words: list[Word]) -> str:

@@ -307,6 +307,26 @@ def test_a_short_decks_titles_are_not_its_body_text() -> None:
     assert (round(body.size), body.face, round(body.code_size)) == (11, "LMSans10-Regular", 11)
 
 
+def test_a_run_of_latin_letters_too_long_for_a_word_takes_the_pages_spaces() -> None:
+    """XeLaTeX setting English in a CJK font and justifying it tightly leaves gaps that
+    docling-parse reads as one word, "beensuccessfullytestedwith"; pdfium's text of the
+    word's box has the spaces, and inside such a run they are taken. A word of ordinary
+    length keeps docling-parse's reading, and a long compound without a gap stays whole."""
+    from parsers.pdf.textlayer import _respaced
+
+    assert (
+        _respaced("beensuccessfullytestedwithPandoc", "been successfully tested withPandoc")
+        == "been successfully tested withPandoc"
+    )
+    assert _respaced("seemnot", "seem not") == "seemnot"
+    compound = "Donaudampfschifffahrtsgesellschaft"
+    assert _respaced(compound, compound) == compound
+    # pdfium reads other letters (a neighbour's glyph in the box): nothing is taken.
+    assert _respaced("beensuccessfullytested", "y been successfully tested") == (
+        "beensuccessfullytested"
+    )
+
+
 def tables_page(p: Page) -> None:
     """Captions set larger than the text, each above a ruled table; almost all the
     page's text is in the tables' cells."""
