@@ -147,7 +147,7 @@ def _script_change(a: str, b: str) -> bool:
 _LONG_LATIN = re.compile(r"[A-Za-z\u00c0-\u024f]{16,}")
 
 
-def _spaced_at_script_changes(page: Any, words: list[Word]) -> list[Word]:
+def _with_pdfium_spaces(page: Any, words: list[Word]) -> list[Word]:
     """The words with a space where Chinese or Japanese meets Latin letters or digits
     and the page leaves a word space's gap between them, as pdfium reads it; and inside
     a run of Latin letters too long for a word.
@@ -206,26 +206,23 @@ def _respaced(text: str, seen: str) -> str:
             between += ch
     if [ch for ch in seen if ch.isalnum()] != [ch for ch in text if ch.isalnum()]:
         return text
+    long_runs = [m.span() for m in _LONG_LATIN.finditer(text)]
     out: list[str] = []
     k = 0
     for i, ch in enumerate(text):
         if ch.isalnum():
             prev = text[i - 1] if i else ""
-            if spaced[k] and prev and (_script_change(prev, ch) or _in_long_latin(text, i)):
+            # Inside a run too long for one word: text[i - 1] and text[i] both in it.
+            in_long = any(start < i < end for start, end in long_runs)
+            if spaced[k] and prev and (_script_change(prev, ch) or in_long):
                 out.append(" ")
             k += 1
         out.append(ch)
     return "".join(out)
 
 
-def _in_long_latin(text: str, i: int) -> bool:
-    """``text[i - 1]`` and ``text[i]`` are letters of a run of Latin letters too long
-    for one word (``_LONG_LATIN``)."""
-    return any(m.start() < i < m.end() for m in _LONG_LATIN.finditer(text))
-
-
 def _with_word_spaces(text: str, words: list[Word]) -> str:
-    """A line's text with the spaces its words were given (``_spaced_at_script_changes``):
+    """A line's text with the spaces its words were given (``_with_pdfium_spaces``):
     docling-parse's line holds each such word without them."""
     pos = 0
     for w in sorted(words, key=lambda w: w.order):
@@ -601,7 +598,7 @@ class _PageReader:
             except Exception as exc:  # typography is a hint; the text stands without it
                 self.font_error = self.font_error or str(exc)
             try:
-                words = _spaced_at_script_changes(page, words)
+                words = _with_pdfium_spaces(page, words)
             except Exception as exc:  # spacing is a hint, as the fonts are
                 self.font_error = self.font_error or str(exc)
             try:
