@@ -16,6 +16,7 @@ Layout written (``ROOT`` is ``/tmp`` unless ``--root`` says otherwise)::
     set 7: ROOT/heldout7/NAME.pdf      ROOT/heldout7/groundtruth/NAME.md
     set 8: ROOT/heldout8/NAME.pdf      ROOT/heldout8/groundtruth/NAME.md
     set 9: ROOT/heldout9/NAME.pdf      ROOT/heldout9/groundtruth/NAME.md
+    set 10: ROOT/heldout10/NAME.pdf    ROOT/heldout10/groundtruth/NAME.md
 
 Every file is the blob ``COMMIT:PATH`` unchanged, except the three ``dleval_*``
 ground truths of set 3: those are
@@ -970,6 +971,119 @@ PAIRS: tuple[Pair, ...] = (
         "README_KR.pdf",
         "README_KR.md",
     ),
+    # set 10: source Markdown + the PDF built from it, committed side by side (new repositories)
+    Pair(
+        10,
+        "pandoc_han2026_readme",
+        "nk2110nk/han2026",
+        "06c64a22c83cd56c42034b6257ef831148d2aba9",
+        "README.pdf",
+        "README.md",
+    ),
+    Pair(
+        10,
+        "pandoc_doegen_manual",
+        "sebhaan/DoEgen",
+        "349b947bf2a07c613e75b0841fb00f539627dc11",
+        "docs/MANUAL.pdf",
+        "MANUAL.md",
+    ),
+    Pair(
+        10,
+        "weasyprint_zf_microglia_statistics_guide",
+        "CTichy/ZF-Microglia-AI",
+        "a719dfe954a53f79cb34a9917abe16feb565aaf7",
+        "STATISTICS_GUIDE.pdf",
+        "STATISTICS_GUIDE.md",
+    ),
+    Pair(
+        10,
+        "weasyprint_docprocessor_readme",
+        "HelixDevelopment/DocProcessor",
+        "de8c1bbad9d384bac43ba4dc956d8104698451df",
+        "README.pdf",
+        "README.md",
+    ),
+    Pair(
+        10,
+        "qtwebkit_please_installation",
+        "mgrady3/PLEASE",
+        "ac31addb8f01132016d2b37c94477621e0e5126c",
+        "INSTALLATION.pdf",
+        "INSTALLATION.md",
+    ),
+    Pair(
+        10,
+        "chrome_txtree_usage",
+        "diogomachado-bioinfo/txtree",
+        "51348ad779ff28a9e3ca30b686145c3cc77f944a",
+        "USAGE.pdf",
+        "USAGE.md",
+    ),
+    Pair(
+        10,
+        "zh_typora_xv6_rust_design_doc",
+        "Ko-oK-OS/xv6-rust",
+        "c605d68bdf43dc58537815cc449434d15f396072",
+        "doc/设计文档.pdf",
+        "doc/设计文档.md",
+    ),
+    Pair(
+        10,
+        "zh_typora_wthh_tech_doc",
+        "kxz2002/wthh",
+        "0cbbc9d5432520408ce5c1bc71ed333a1e185a59",
+        "docs/技术文档.pdf",
+        "docs/技术文档.md",
+    ),
+    Pair(
+        10,
+        "zh_typora_thssdb_design_doc",
+        "blueice-thu/ThssDB",
+        "543d40c53197c34084fa66007e49a997509940c7",
+        "docs/设计文档.pdf",
+        "docs/设计文档.md",
+    ),
+    Pair(
+        10,
+        "zh_markdownplus_github_cheat_sheet",
+        "Stanleygoo/github-cheat-sheet",
+        "b47ef0206304c8fc6d81092772c61b14c44781eb",
+        "README.zh-cn.pdf",
+        "README.zh-cn.md",
+    ),
+    Pair(
+        10,
+        "zh_xelatex_visualnn_components",
+        "flowerinheart/VisualNN",
+        "fc4ed33629f107226d00afe2f240daf50c52d6bc",
+        "docs/组件介绍.pdf",
+        "docs/组件介绍.md",
+    ),
+    Pair(
+        10,
+        "ja_qt_vimarkdown_quickstart",
+        "shigmas/viMarkdown",
+        "77168ba55cb58946248b2cbfa5ca127e162f25d1",
+        "docs/ja/quickstart.pdf",
+        "docs/ja/quickstart.md",
+    ),
+    Pair(
+        10,
+        "ja_vscode_mitsue_readme",
+        "robouden/mitsue-ai-data-center",
+        "32f805b79873af8e6e06e7b4d7e7de7dc99e5f9c",
+        "README_jp.pdf",
+        "README_jp.md",
+    ),
+    Pair(
+        10,
+        "ko_chrome_pc_spec_checker_guide",
+        "sodam-ai/PC-Spec_Checker",
+        "b04380e922932e7e6dc462278a2efacacfa9dc8c",
+        "GUIDE.ko.pdf",
+        "GUIDE.ko.md",
+    ),
 )
 
 SET_DIRS = {
@@ -982,6 +1096,7 @@ SET_DIRS = {
     7: "heldout7",
     8: "heldout8",
     9: "heldout9",
+    10: "heldout10",
 }
 
 
