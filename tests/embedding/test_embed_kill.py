@@ -36,7 +36,7 @@ from storage.store import Store
 from tests.helpers.embed_worker import chunk_texts, read_log
 
 REPO = Path(__file__).resolve().parents[2]
-N_CHUNKS = 3000
+N_CHUNKS = 1000
 BATCH = 32
 KILL_AFTER_SAVES = 6
 KILL_IN_SAVE = 3
