@@ -188,7 +188,10 @@ FORMATS: tuple[FormatSpec, ...] = (
         #    are not headings (issue #32).
         # 11: a run of Latin letters too long for a word takes the spaces pdfium reads in
         #    it ("beensuccessfullytestedwith": XeLaTeX, English in a CJK font) (issue #32).
-        version="11",
+        # 12: bold lines at the body's size that the document's own contents list names
+        #    are the level its outline leaves out (pandoc's LaTeX bookmarks stop above
+        #    subsubsections) (issue #32).
+        version="12",
         binary=True,
     ),
     FormatSpec(

@@ -520,10 +520,15 @@ def classify_headings(
         # the outline left out ("**Training**" on a line of its own, a template's
         # "License" label), not a section; a numbered one ("1.1.1 Vent screws") is a
         # section deeper than the outline goes.
+        # Bookmarks may stop a level or two above the page's headings (pandoc's LaTeX
+        # bookmarks sections, not subsubsections); a style the document's own contents
+        # list names three times over is a level the outline left out.
+        listed = _styles_its_contents_name(blocks, candidates, style, outline_style)
         candidates = [
             b
             for b in candidates
             if style(b) in outline_style
+            or style(b) in listed
             or b.height >= body.size * LARGER
             or _SECTION_NUMBER.match(b.text)
         ]
@@ -538,6 +543,37 @@ def classify_headings(
             for b in blocks
             if b.kind == "heading"
         ]
+
+
+# A contents entry's marker: a bullet or a dash in front of a heading's title.
+_ENTRY_MARK = re.compile(r"^\s*[-–•◦▪·*]\s+")
+
+
+def _styles_its_contents_name(
+    blocks: Sequence[Block],
+    candidates: Sequence[Block],
+    style: Callable[[Block], Style],
+    known: Mapping[Style, int],
+) -> set[Style]:
+    """Styles of at least three candidates that a contents list elsewhere in the
+    document spells: dot-leader lines ("Using pip . . . 3") or bulleted entries ("- Using
+    pip"), as a Markdown README's own "Table of Contents" prints."""
+    mine = {id(b) for b in candidates}
+    entries: set[str] = set()
+    for b in blocks:
+        if id(b) in mine:
+            continue
+        for ln in b.lines:
+            text = ln.text.strip()
+            marked = _ENTRY_MARK.sub("", text, count=1)
+            if marked != text or _TOC_ENTRY.search(text):
+                entries.add(_norm(_TOC_ENTRY.sub("", marked)))
+    named: dict[Style, set[str]] = {}
+    for b in candidates:
+        key = _norm(b.text)
+        if style(b) not in known and key in entries:
+            named.setdefault(style(b), set()).add(key)
+    return {s for s, keys in named.items() if len(keys) >= 3}
 
 
 def _drop_repeats(

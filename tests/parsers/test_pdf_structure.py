@@ -624,6 +624,48 @@ def test_bold_lines_the_outline_leaves_out_are_emphasis(tmp_path: Path) -> None:
     assert all(label in md for label in labels)  # kept, as text
 
 
+def test_bold_lines_a_contents_list_names_are_the_level_the_outline_leaves_out(
+    tmp_path: Path,
+) -> None:
+    """The outline names the chapters only (pandoc's LaTeX bookmarks stop above
+    subsubsections), but the document's own contents list names the bold lines
+    under them: those are the next level down, not emphasis."""
+    titles, labels = ("1. Pumps", "2. Valves", "3. Seals"), ("Training", "Spares", "Records")
+
+    def contents(p: Page) -> None:
+        p.text("Table of Contents", 72, 80, "Helvetica-Bold", 14)
+        y = 110.0
+        for title, label in zip(titles, labels, strict=True):
+            p.text(f"- {title}", 72, y, "Times-Roman", 10)
+            p.text(f"- {label}", 90, y + 14, "Times-Roman", 10)
+            y += 28
+        p.paragraph(MANUAL, y + 10)
+
+    def chapter(title: str, label: str, k: int) -> Callable[[Page], None]:
+        def draw(p: Page) -> None:
+            p.text(title, 72, 80, "Helvetica-Bold", 14)
+            y = p.paragraph(MANUAL * k, 104) + 14
+            p.text(label, 72, y, "Times-Bold", 10)
+            p.paragraph(MANUAL * 2, y + 14)
+
+        return draw
+
+    pages = [chapter(t, lb, k + 1) for k, (t, lb) in enumerate(zip(titles, labels, strict=True))]
+    plain = make_pdf(tmp_path / "plain.pdf", contents, *pages)
+    outlined = add_outline(plain, [(0, t, k + 2) for k, t in enumerate(titles)])
+    md = parse_offline(outlined, ParseSettings()).doc.export_to_markdown()
+    found = _headings(md)
+    assert [h for h in found if h != "Table of Contents"] == [
+        "1. Pumps",
+        "Training",
+        "2. Valves",
+        "Spares",
+        "3. Seals",
+        "Records",
+    ], md
+    assert "- Training" in md  # the contents entry stays an entry
+
+
 def test_text_ocr_reads_in_a_slides_picture_is_never_a_heading(tmp_path: Path) -> None:
     """A slide with a short title over a screenshot has too few characters in its text
     layer, so it is OCR'd: the title keeps its text layer's size (a heading), and the
