@@ -191,7 +191,9 @@ FORMATS: tuple[FormatSpec, ...] = (
         # 12: bold lines at the body's size that the document's own contents list names
         #    are the level its outline leaves out (pandoc's LaTeX bookmarks stop above
         #    subsubsections) (issue #32).
-        version="12",
+        # 13: a glyph mapped to its radical forms and the ideograph at once ("⺫⽬目" for
+        #    目, macOS prints) is read as one character, not three (issue #32).
+        version="13",
         binary=True,
     ),
     FormatSpec(

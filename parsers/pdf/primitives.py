@@ -117,7 +117,26 @@ def fold_radicals(text: str) -> str:
     matches them to the ordinary characters. Other text is left as written
     (full NFKC would also turn full-width punctuation into ASCII).
     """
-    return text.translate(_RADICALS) if any(ord(c) in _RADICALS for c in text) else text
+    if not any(0x2E80 <= ord(c) <= 0x2FDF or ord(c) in _RADICALS for c in text):
+        return text
+    # Some producers (macOS printing from WebKit) map one glyph to all its forms at
+    # once: "⺫⽬目" (a radical supplement, a Kangxi radical, the ideograph) for one 目.
+    # The forms after the first are the same glyph again, not more text.
+    out: list[str] = []
+    radical = False  # the last character kept was written as a radical
+    for c in text:
+        cp = ord(c)
+        folded = _RADICALS.get(cp, c)
+        is_radical = 0x2E80 <= cp <= 0x2FDF
+        if out and radical and not is_radical and folded == out[-1]:
+            radical = False
+            continue  # "⽐比": the ideograph after its own radical form
+        if out and radical and 0x2E80 <= ord(out[-1]) <= 0x2EFF and (is_radical or is_cjk(c)):
+            out[-1] = folded  # "⺫⽬": a supplement form with no ideograph of its own
+        else:
+            out.append(folded)
+        radical = is_radical
+    return "".join(out)
 
 
 def is_cjk(ch: str) -> bool:

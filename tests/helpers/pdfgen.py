@@ -56,12 +56,20 @@ def _write_objects(path: Path, objs: list[bytes]) -> Path:
     return path
 
 
-def write_cjk_pdf(path: Path, rows: list[list[str | int]]) -> Path:
+def _utf16(text: str) -> str:
+    return text.encode("utf-16-be").hex().upper()
+
+
+def write_cjk_pdf(
+    path: Path, rows: list[list[str | int]], maps: dict[str, str] | None = None
+) -> Path:
     """One page of Chinese and Latin text in one composite font (not embedded, with a
     ToUnicode map), one row per entry of ``rows`` from the top, at 10 pt: each row's
     strings are shown one after the other, and a number between two of them moves the
     pen right by that many thousandths of an em (a PDF ``TJ`` adjustment), as
-    typesetters space a change of script. CJK glyphs advance 1 em, others 0.55 em."""
+    typesetters space a change of script. CJK glyphs advance 1 em, others 0.55 em.
+    ``maps``: what the ToUnicode map gives for a glyph instead of its own character
+    (macOS maps one glyph to all its forms: "⺫⽬目" for 目)."""
     chars = sorted({ch for row in rows for part in row if isinstance(part, str) for ch in part})
 
     def shown(part: str | int) -> str:
@@ -78,7 +86,7 @@ def write_cjk_pdf(path: Path, rows: list[list[str | int]]) -> Path:
         "/CIDInit /ProcSet findresource begin 12 dict begin begincmap /CMapName /U def "
         "1 begincodespacerange <0000> <FFFF> endcodespacerange "
         f"{len(chars)} beginbfchar "
-        + " ".join(f"<{ord(ch):04X}> <{ord(ch):04X}>" for ch in chars)
+        + " ".join(f"<{ord(ch):04X}> <{_utf16((maps or {}).get(ch, ch))}>" for ch in chars)
         + " endbfchar endcmap CMapName currentdict /CMap defineresource pop end end"
     )
     objs = [

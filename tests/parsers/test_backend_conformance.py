@@ -106,8 +106,10 @@ _BEFORE = {
 # listings: PDF format version 10); it was "cff94893f394bfa4". Moved again by issue #32 (a
 # run of Latin letters too long for a word takes pdfium's spaces: PDF format version 11); it
 # was "18bc7dfbe6a5dc6b". Moved again by issue #32 (bold lines a contents list names are the
-# level the outline leaves out: PDF format version 12); it was "cadf2a78924aa58a".
-_BEFORE_PDF_OFFLINE_NO_OCR = "3eead295c465626a"
+# level the outline leaves out: PDF format version 12); it was "cadf2a78924aa58a". Moved again
+# by issue #32 (a glyph mapped to all its forms is one character: PDF format version 13); it
+# was "3eead295c465626a".
+_BEFORE_PDF_OFFLINE_NO_OCR = "e3a7afd8582b1bce"
 # Moved on purpose by issue #32 (the text a viewer shows: Word headers, footers, notes and
 # altChunk parts; PowerPoint layout/master shapes, SmartArt and speaker notes): docx, doc
 # and rtf are format version 3, pptx and ppt version 2. They were docx "2797dd42a8191db4",

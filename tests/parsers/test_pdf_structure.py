@@ -502,6 +502,23 @@ def test_kangxi_radicals_read_as_the_ordinary_characters() -> None:
     assert fold_radicals("全角，标点。ﬁ") == "全角，标点。ﬁ"  # nothing else is folded
 
 
+def test_a_glyph_mapped_to_all_its_forms_is_read_once(tmp_path: Path) -> None:
+    """macOS prints map one glyph to its radical forms and the ideograph at once
+    ("⺫⽬目" for 目, "⽐比" for 比): the reader sees one character, and so does the
+    stored text; a character the writer doubled stays doubled."""
+    from tests.helpers.pdfgen import write_cjk_pdf
+
+    pdf = write_cjk_pdf(
+        tmp_path / "forms.pdf",
+        [["目录"], ["比较分支"], ["比比皆是"]],
+        maps={"目": "\u2eab\u2f6c目", "比": "\u2f50比", "支": "\u2f40支"},
+    )
+    text = stored_markdown(parse_pdf_offline(pdf, ParseSettings())[0])
+    assert [ln for ln in text.split() if ln] == ["目录", "比较分支", "比比皆是"], text
+    assert fold_radicals("\u2f50比\u2f50比皆是") == "比比皆是"
+    assert fold_radicals("\u2f64\u2f64户") == "用用户"  # two radicals are two characters
+
+
 def test_wide_leading_does_not_split_paragraphs() -> None:
     """Chinese set with a line gap larger than its glyphs, like a double-spaced
     manuscript: lines that run the full width are one paragraph; a wider gap
