@@ -193,7 +193,9 @@ FORMATS: tuple[FormatSpec, ...] = (
         #    subsubsections) (issue #32).
         # 13: a glyph mapped to its radical forms and the ideograph at once ("⺫⽬目" for
         #    目, macOS prints) is read as one character, not three (issue #32).
-        version="13",
+        # 14: two lines at one left that each open with a label ("训练数据：5002条") are
+        #    items of their own where no full line gives the column's edge (issue #32).
+        version="14",
         binary=True,
     ),
     FormatSpec(

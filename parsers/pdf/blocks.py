@@ -10,6 +10,7 @@ a drawn bullet, or two short lines in a row where the first had room for more.
 from __future__ import annotations
 
 import itertools
+import re
 import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -142,6 +143,24 @@ def column_spans(lines: list[Line], widest: dict[int, float] | None = None) -> S
     return out
 
 
+# A line that opens with a short label and a colon: "验证数据：", "Owner: ".
+_LABELLED = re.compile(r"[^\s:：][^:：]{0,24}[:：]")
+
+
+def _labelled_pair(prev: Line, line: Line, widest: float) -> bool:
+    """Two lines at one left that each open with a label ("训练数据：5002条" over
+    "验证数据：2000条"), the first short of the document's widest lines (``widest``): one
+    labelled value per line, whatever their lengths, where a page of such lines gives no
+    full line at their size to measure a column's edge by."""
+    em = max(prev.fsize, line.fsize)
+    return (
+        abs(line.left - prev.left) <= 0.5 * em
+        and abs(prev.fsize - line.fsize) <= 0.1 * em
+        and prev.right - prev.left < 0.9 * widest
+        and all(_LABELLED.match(ln.text.strip()) for ln in (prev, line))
+    )
+
+
 def _broken_on_purpose(prev: Line, line: Line, spans: Spans, before: Line | None) -> bool:
     """Two lines that both end short of their column, the first with room left for the
     next one's first word: the writer broke the line, the typesetter did not (a list
@@ -187,6 +206,7 @@ def group_blocks(lines: list[Line], spans: Spans | None = None) -> list[Block]:
     widest = _widest(lines)
     spans = column_spans(lines, widest) if spans is None else spans
     leading = _leading(lines, widest)
+    full = max(widest.values(), default=0.0)
     blocks: list[Block] = []
     current: Block | None = None
     prev: Line | None = None
@@ -207,7 +227,9 @@ def group_blocks(lines: list[Line], spans: Spans | None = None) -> list[Block]:
                 or _style_break(line, prev, max(ln.right for ln in current.lines))
             )
             before = current.lines[-2] if len(current.lines) > 1 else None
-            if not new_block and _broken_on_purpose(prev, line, spans, before):
+            if not new_block and (
+                _broken_on_purpose(prev, line, spans, before) or _labelled_pair(prev, line, full)
+            ):
                 new_block = in_run = current.in_run = True
         if new_block:
             current = Block("list_item" if starts_list else "paragraph", [line], in_run=in_run)

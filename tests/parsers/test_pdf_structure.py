@@ -1576,6 +1576,36 @@ def test_a_short_line_above_a_longer_one_with_room_for_its_first_word_was_broken
     ]
 
 
+def test_labelled_lines_of_one_length_are_items_of_their_own() -> None:
+    """Typora's "**训练数据**：5002条" items, bullets drawn as shapes, on a document whose
+    lines never run a column's width: two items of one length end at one x, as lines
+    wrapped at a figure do, but each opens with a label, so each is its own paragraph.
+    A wrapped paragraph that happens to hold a colon stays one paragraph."""
+    from parsers.pdf.blocks import group_blocks
+
+    def line(text: str, top: float, left: float, right: float) -> Line:
+        return Line(1, text, left, top, right, top + 10, 10.0, 0.0, "MicrosoftYaHei")
+
+    # Lines set 20 pt apart, a paragraph's as wide apart as its items'.
+    row = "家庭圈识别模型综合考虑地址账户设备与基站等多维度信息并结合规则与模型"
+    lines = [line(row, 20.0 * k, 97, 388) for k in range(1, 5)]
+    lines += [
+        line("训练数据：5002条用户记录", 120, 119, 239),
+        line("验证数据：2000条用户记录", 140, 119, 239),
+        line("解决方案：", 160, 119, 168),
+        line("Owner: the platform team, who keep the service and its", 200, 97, 388),
+        line("alerts: each one pages the engineer on call.", 220, 97, 300),
+    ]
+    assert [b.text for b in group_blocks(lines)] == [
+        row * 4,
+        "训练数据：5002条用户记录",
+        "验证数据：2000条用户记录",
+        "解决方案：",
+        "Owner: the platform team, who keep the service and its alerts: each one pages the"
+        " engineer on call.",
+    ], [b.text for b in group_blocks(lines)]
+
+
 def test_a_cell_keeps_identifiers_whole_where_the_producer_cut_them() -> None:
     """A browser print writes "DATABASE_URL" as three runs, the underscore a flat glyph
     below the letters' box: the cell reads "DATABASE_URL", not "DATABASE URL _"; words
