@@ -195,7 +195,9 @@ FORMATS: tuple[FormatSpec, ...] = (
         #    目, macOS prints) is read as one character, not three (issue #32).
         # 14: two lines at one left that each open with a label ("训练数据：5002条") are
         #    items of their own where no full line gives the column's edge (issue #32).
-        version="14",
+        # 15: a step of a sixth or more in the size the words are set at, in one face,
+        #    starts a block: "2.2.2 账户" at 12 pt right under 10 pt bold items (issue #32).
+        version="15",
         binary=True,
     ),
     FormatSpec(

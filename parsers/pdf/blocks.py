@@ -78,7 +78,14 @@ def _style_break(line: Line, prev: Line, right: float) -> bool:
     if line.font and prev.font and line.font != prev.font:
         a, b = line.fsize, prev.fsize
         return abs(a - b) >= 0.05 * max(a, b)
-    return False
+    # A step of a sixth or more in the size the words are set at, in one face: "2.2.2
+    # 账户相关特征" at 12 pt right under 10 pt items (the same bold face) starts its own
+    # block; a paragraph's lines are set at one size.
+    return (
+        line.size > 0
+        and prev.size > 0
+        and abs(line.size - prev.size) >= 0.15 * max(line.size, prev.size)
+    )
 
 
 def _continues(prev: Line, line: Line) -> bool:

@@ -109,8 +109,9 @@ _BEFORE = {
 # level the outline leaves out: PDF format version 12); it was "cadf2a78924aa58a". Moved again
 # by issue #32 (a glyph mapped to all its forms is one character: PDF format version 13); it
 # was "3eead295c465626a". Moved again by issue #32 (labelled lines are items of their own:
-# PDF format version 14); it was "e3a7afd8582b1bce".
-_BEFORE_PDF_OFFLINE_NO_OCR = "bc351870038aa615"
+# PDF format version 14); it was "e3a7afd8582b1bce". Moved again by issue #32 (a size step in
+# one face starts a block: PDF format version 15); it was "bc351870038aa615".
+_BEFORE_PDF_OFFLINE_NO_OCR = "cd675f02f2beaf55"
 # Moved on purpose by issue #32 (the text a viewer shows: Word headers, footers, notes and
 # altChunk parts; PowerPoint layout/master shapes, SmartArt and speaker notes): docx, doc
 # and rtf are format version 3, pptx and ppt version 2. They were docx "2797dd42a8191db4",

@@ -1606,6 +1606,26 @@ def test_labelled_lines_of_one_length_are_items_of_their_own() -> None:
     ], [b.text for b in group_blocks(lines)]
 
 
+def test_a_larger_line_in_the_same_face_starts_its_own_block() -> None:
+    """Typora sets "2.2.2 账户相关特征" at 12 pt in the bold face of the 10 pt items above
+    it, as close under them as their own lines: a step in the size the words are set at
+    starts a block (so the heading is found); lines at one size stay one paragraph."""
+    from parsers.pdf.blocks import group_blocks
+
+    def line(text: str, top: float, left: float, size: float) -> Line:
+        width = len(text) * size
+        return Line(1, text, left, top, left + width, top + size, size, 1.0, "YaHei-Bold")
+
+    lines = [
+        line("地址唯一性：计算用户地址的唯一性指标", 100, 97, 9.8),
+        line("地址相似度：基于地址字符串的相似度计算", 120, 97, 9.8),
+        line("2.2.2 账户相关特征", 138, 74, 12.2),
+        line("账户共享得分：用户之间共享缴费账户的程度", 160, 97, 9.8),
+    ]
+    texts = [b.text for b in group_blocks(lines)]
+    assert "2.2.2 账户相关特征" in texts, texts
+
+
 def test_a_cell_keeps_identifiers_whole_where_the_producer_cut_them() -> None:
     """A browser print writes "DATABASE_URL" as three runs, the underscore a flat glyph
     below the letters' box: the cell reads "DATABASE_URL", not "DATABASE URL _"; words
