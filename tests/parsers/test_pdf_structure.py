@@ -614,23 +614,30 @@ def test_a_contents_list_stays_text_where_the_outline_points_elsewhere(tmp_path:
     assert "1. Pumps" in doc.export_to_markdown().split("Contents")[1].split("## 1. Pumps")[0]
 
 
+_TITLES, _LABELS = ("1. Pumps", "2. Valves", "3. Seals"), ("Training", "Spares", "Records")
+
+
+def _chapter(title: str, label: str, k: int) -> Callable[[Page], None]:
+    """A chapter's page: its title set large, k paragraphs, a bold line at the body's
+    size (``label``) and two more paragraphs."""
+
+    def draw(p: Page) -> None:
+        p.text(title, 72, 80, "Helvetica-Bold", 14)
+        y = p.paragraph(MANUAL * k, 104) + 14
+        p.text(label, 72, y, "Times-Bold", 10)
+        p.paragraph(MANUAL * 2, y + 14)
+
+    return draw
+
+
 def test_bold_lines_the_outline_leaves_out_are_emphasis(tmp_path: Path) -> None:
     """Where the outline lists the headings, a bold line at the body's size in none of
     their styles is emphasis (a report's "**Training**" line, a template's "License"
     label); without an outline the same line is a side heading."""
 
-    def chapter(title: str, label: str, k: int) -> Callable[[Page], None]:
-        def draw(p: Page) -> None:
-            p.text(title, 72, 80, "Helvetica-Bold", 14)
-            y = p.paragraph(MANUAL * k, 104) + 14
-            p.text(label, 72, y, "Times-Bold", 10)
-            p.paragraph(MANUAL * 2, y + 14)
-
-        return draw
-
-    titles, labels = ("1. Pumps", "2. Valves", "3. Seals"), ("Training", "Spares", "Records")
+    titles, labels = _TITLES, _LABELS
     pages = [
-        chapter(t, label, k + 1) for k, (t, label) in enumerate(zip(titles, labels, strict=True))
+        _chapter(t, label, k + 1) for k, (t, label) in enumerate(zip(titles, labels, strict=True))
     ]
     plain = make_pdf(tmp_path / "plain.pdf", *pages)
     md = parse_offline(plain, ParseSettings()).doc.export_to_markdown()
@@ -647,7 +654,7 @@ def test_bold_lines_a_contents_list_names_are_the_level_the_outline_leaves_out(
     """The outline names the chapters only (pandoc's LaTeX bookmarks stop above
     subsubsections), but the document's own contents list names the bold lines
     under them: those are the next level down, not emphasis."""
-    titles, labels = ("1. Pumps", "2. Valves", "3. Seals"), ("Training", "Spares", "Records")
+    titles, labels = _TITLES, _LABELS
 
     def contents(p: Page) -> None:
         p.text("Table of Contents", 72, 80, "Helvetica-Bold", 14)
@@ -658,16 +665,7 @@ def test_bold_lines_a_contents_list_names_are_the_level_the_outline_leaves_out(
             y += 28
         p.paragraph(MANUAL, y + 10)
 
-    def chapter(title: str, label: str, k: int) -> Callable[[Page], None]:
-        def draw(p: Page) -> None:
-            p.text(title, 72, 80, "Helvetica-Bold", 14)
-            y = p.paragraph(MANUAL * k, 104) + 14
-            p.text(label, 72, y, "Times-Bold", 10)
-            p.paragraph(MANUAL * 2, y + 14)
-
-        return draw
-
-    pages = [chapter(t, lb, k + 1) for k, (t, lb) in enumerate(zip(titles, labels, strict=True))]
+    pages = [_chapter(t, lb, k + 1) for k, (t, lb) in enumerate(zip(titles, labels, strict=True))]
     plain = make_pdf(tmp_path / "plain.pdf", contents, *pages)
     outlined = add_outline(plain, [(0, t, k + 2) for k, t in enumerate(titles)])
     md = parse_offline(outlined, ParseSettings()).doc.export_to_markdown()
