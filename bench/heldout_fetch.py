@@ -17,6 +17,7 @@ Layout written (``ROOT`` is ``/tmp`` unless ``--root`` says otherwise)::
     set 8: ROOT/heldout8/NAME.pdf      ROOT/heldout8/groundtruth/NAME.md
     set 9: ROOT/heldout9/NAME.pdf      ROOT/heldout9/groundtruth/NAME.md
     set 10: ROOT/heldout10/NAME.pdf    ROOT/heldout10/groundtruth/NAME.md
+    set 11: ROOT/heldout11/NAME.pdf    ROOT/heldout11/groundtruth/NAME.md
 
 Every file is the blob ``COMMIT:PATH`` unchanged, except the three ``dleval_*``
 ground truths of set 3: those are
@@ -1084,6 +1085,87 @@ PAIRS: tuple[Pair, ...] = (
         "GUIDE.ko.pdf",
         "GUIDE.ko.md",
     ),
+    # set 11: source Markdown + the PDF built from it, committed side by side (new repositories)
+    Pair(
+        11,
+        "chrome_storymaster_guide",
+        "Bohndiggin/storymaster",
+        "c4831268f674c49015ae7824ec5c21b45db5c622",
+        "GUIDE.pdf",
+        "GUIDE.md",
+    ),
+    Pair(
+        11,
+        "chrome_chitta_developer_onboarding",
+        "navadimml/chitta-advanced",
+        "60063426208a8ba5429a877e7cfc8066e8bb045c",
+        "docs/DEVELOPER_ONBOARDING.pdf",
+        "docs/DEVELOPER_ONBOARDING.md",
+    ),
+    Pair(
+        11,
+        "chrome_evalagent_guide",
+        "ovaismehboob/evalagent",
+        "6d08279cad7597a80fc67658dbe14e3e7de9071a",
+        "GUIDE.pdf",
+        "GUIDE.md",
+    ),
+    Pair(
+        11,
+        "chrome_uadc_poc_environment_tests_tutorial",
+        "pontsoleil/UADC-PoC",
+        "c504f88dab62a6e6e1248f1fbfa4eaaf169f81ac",
+        "docs/01_ENVIRONMENT_TESTS_TUTORIAL.pdf",
+        "docs/01_ENVIRONMENT_TESTS_TUTORIAL.md",
+    ),
+    Pair(
+        11,
+        "ko_chrome_weekly_roadmap_plan",
+        "hkjang/weekly",
+        "b08ca5251639717d0ca0c85244a579bbf92b651f",
+        "docs/ROADMAP_PLAN.pdf",
+        "docs/ROADMAP_PLAN.md",
+    ),
+    Pair(
+        11,
+        "zh_typora_buaa_compiler_optimization_doc",
+        "darrenglow/BUAA_Compiler",
+        "b2fec5df37420600d4ad3f27fee6ebc6a0fba6b1",
+        "docs/优化文档.pdf",
+        "docs/优化文档.md",
+    ),
+    Pair(
+        11,
+        "zh_typora_onehotkey_readme",
+        "RUSRUSHB/OneHotkey",
+        "ef69f989bb53d1811a6d4fbaea7e8a9ad23b9d35",
+        "README_CN.pdf",
+        "README_CN.md",
+    ),
+    Pair(
+        11,
+        "zh_typora_smart_city_education_readme",
+        "quackson/Smart-City-Education",
+        "26ede3a374a81f7885c89301e489ed3d6b7eb54e",
+        "README-zh.pdf",
+        "README-zh.md",
+    ),
+    Pair(
+        11,
+        "zh_wkhtmltopdf_webshark_manual",
+        "EchoOfCloud/WEBShark",
+        "3ae12f4f34c25a4af5e8d17f3fe8c867cbe8d074",
+        "操作手册.pdf",
+        "操作手册.md",
+    ),
+    Pair(
+        11,
+        "ja_wkhtmltopdf_caffemarkdown_readme",
+        "keisuken/caffemarkdown",
+        "a7c532d24962c86fd2c90123b52ba501287abde9",
+        "README_ja.pdf",
+        "README_ja.md",
+    ),
 )
 
 SET_DIRS = {
@@ -1097,6 +1179,7 @@ SET_DIRS = {
     8: "heldout8",
     9: "heldout9",
     10: "heldout10",
+    11: "heldout11",
 }
 
 
