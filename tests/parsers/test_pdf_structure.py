@@ -1607,7 +1607,7 @@ def test_labelled_lines_of_one_length_are_items_of_their_own() -> None:
 def test_a_larger_line_in_the_same_face_starts_its_own_block() -> None:
     """Typora sets "2.2.2 账户相关特征" at 12 pt in the bold face of the 10 pt items above
     it, as close under them as their own lines: a step in the size the words are set at
-    starts a block (so the heading is found); lines at one size stay one paragraph."""
+    starts a block, so the heading is found."""
     from parsers.pdf.blocks import group_blocks
 
     def line(text: str, top: float, left: float, size: float) -> Line:
